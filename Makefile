@@ -1,0 +1,62 @@
+# tfspeed: the study from one command. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	  command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	  && { echo $$p; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+SNAKEMAKE := $(BIN)/snakemake
+CORES ?= 2
+ARGS ?=
+
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock
+
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements.txt
+	@test -n "$(PYTHON)" || { echo "tfspeed needs Python >= 3.11 for the workflow itself (Snakemake 9); set PYTHON=/path/to/python3.11" >&2; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed  ## the workflow's own environment (.venv/): Snakemake, pandas, ...
+
+study: venv  ## the default study (config.yaml): results/report.html, study.xlsx, tables/cells.csv
+	$(SNAKEMAKE) --cores $(CORES) $(ARGS)
+
+quick: venv  ## the quick preset (tests/quick.yaml) into build/quick/results/
+	$(SNAKEMAKE) --cores $(CORES) --directory build/quick --configfile $(CURDIR)/tests/quick.yaml $(ARGS)
+
+report: venv  ## Snakemake's own report of the default study: results/snakemake-report.html
+	$(SNAKEMAKE) --report results/snakemake-report.html $(ARGS)
+
+test: venv  ## the whole test suite (what CI runs)
+	$(BIN)/python -m pytest -q -rs tests $(ARGS)
+
+test-fast: venv  ## the unit tests only (no frameworks, no cluster, no browser)
+	$(BIN)/python -m pytest -q -m "not e2e and not slurm" tests $(ARGS)
+
+lint: venv  ## snakemake --lint, snakefmt --check, ruff
+	$(SNAKEMAKE) --lint
+	$(BIN)/snakefmt --check .
+	$(BIN)/ruff check .
+
+format: venv  ## snakefmt and ruff --fix
+	$(BIN)/snakefmt .
+	$(BIN)/ruff check --fix .
+
+selfbench: venv  ## benchmark the harness itself; prints figures and a JSON line
+	$(BIN)/python scripts/selfbench.py $(ARGS)
+
+publish: venv  ## copy the report, workbook and tables into docs/ for a static host
+	$(BIN)/python scripts/publish.py --results results --docs docs
+
+lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds
+	$(BIN)/python scripts/lock_envs.py $(ARGS)
+
+retry-failed: venv  ## delete failed cell files so the next run redoes them
+	$(BIN)/python scripts/retry_failed.py results/cells
+
+unlock: venv  ## release Snakemake's lock after a crashed run (never while a run is going)
+	$(SNAKEMAKE) --unlock

@@ -1,0 +1,27 @@
+# tfspeed: is TensorFlow 2 slower than TensorFlow 1, and which way of training should I use?
+# The study as a pipeline: one env per TF version, one fresh process per cell, tables and a report.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "schemas/config.schema.yaml")
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/envs.smk"
+include: "rules/bench.smk"
+include: "rules/aggregate.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

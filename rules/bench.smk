@@ -1,0 +1,39 @@
+# One job per cell and repeat: a fresh process of the env's Python, under the machine's timing lock.
+
+
+rule run_cell:
+    input:
+        unpack(cell_inputs),
+    output:
+        cell="results/cells/{machine}/{env}/{cell}.r{rep}.json",
+    log:
+        "logs/run_cell/{machine}/{env}/{cell}.r{rep}.log",
+    conda:
+        env_file
+    params:
+        driver=DRIVER_PYTHON,
+        script=str(REPO / "scripts" / "supervise_cell.py"),
+        cell=cell_params,
+        rule=rule_params,
+        manifest=manifest_arg,
+        timeout=config.get("cell_timeout_s", 900),
+        memory=config.get("cell_memory_mb", 16000),
+        lock=default_lock_path(),
+    resources:
+        timing_slot=1,
+    shell:
+        "{params.driver} {params.script} --cell {params.cell:q} --rule {params.rule:q}"
+        " {params.manifest} --env {wildcards.env} --machine {wildcards.machine}"
+        " --repeat {wildcards.rep} --timeout-s {params.timeout} --memory-mb {params.memory}"
+        " --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
+
+
+rule finish_round:
+    input:
+        cells=lambda wildcards: cell_files(int(wildcards.rep)),
+    output:
+        done=touch("results/cells/{machine}/round{rep}.done"),
+    log:
+        "logs/finish_round/{machine}/round{rep}.log",
+    shell:
+        "echo round {wildcards.rep} done > {log}"

@@ -1,0 +1,205 @@
+# Helpers of the workflow: what the study holds (envs, cells, files), from config and envs/*.yaml.
+# Rules files hold rules only; everything they ask about the study comes from here.
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+from snakemake.exceptions import WorkflowError
+
+REPO = Path(workflow.basedir)
+sys.path.insert(0, str(REPO / "scripts"))
+
+from tfspeed import cells as tfcells  # noqa: E402
+from tfspeed import envspec, models, provenance  # noqa: E402
+from tfspeed.locks import default_lock_path  # noqa: E402
+
+DRIVER_PYTHON = sys.executable
+USE_CONDA = bool(getattr(workflow.deployment_settings, "use_conda", False)) or (
+    "conda" in str(getattr(workflow.deployment_settings, "deployment_method", ""))
+)
+
+
+def load_env_specs():
+    """Every <env_dirs>/*.yaml with what its pins say; a file that cannot be read keeps its error."""
+    specs, paths = {}, {}
+    for folder in config.get("env_dirs", ["envs"]):
+        for path in sorted((REPO / folder).glob("*.yaml")):
+            if path.stem in paths:
+                config_error("env_dirs", "env %r is defined twice: %s and %s"
+                             % (path.stem, paths[path.stem], path))
+            paths[path.stem] = path
+    for path in paths.values():
+        rel = str(path)
+        try:
+            specs[path.stem] = envspec.parse_spec(path.stem, yaml.safe_load(path.read_text()), rel)
+        except (yaml.YAMLError, envspec.SpecError) as exc:
+            specs[path.stem] = {"name": path.stem, "invalid": str(exc), "build": "cpu",
+                                "framework": None, "framework_version": None, "flavours": []}
+        specs[path.stem]["path"] = str(path)
+    return specs
+
+
+def config_error(key, message):
+    raise WorkflowError("config error at '%s': %s" % (key, message))
+
+
+ENV_SPECS = load_env_specs()
+
+
+def study_envs():
+    """The env names in the study, checked against envs/."""
+    chosen = config["envs"]
+    if isinstance(chosen, list):
+        unknown = [e for e in chosen if e not in ENV_SPECS]
+        if unknown:
+            config_error("envs", "unknown env %s; env files present: %s"
+                         % (", ".join(map(repr, unknown)), ", ".join(sorted(ENV_SPECS))))
+        return list(chosen)
+    return [n for n, s in ENV_SPECS.items() if chosen == "all" or s["build"] == chosen]
+
+
+def check_config():
+    """Rules that span several keys (the schema checks each key alone)."""
+    envs = study_envs()
+    if not envs:
+        config_error("envs", "no env files under envs/ match %r" % (config["envs"],))
+    ref = config["reference_env"]
+    if ref not in envs:
+        config_error("reference_env", "%r is not an env of this study (%s)" % (ref, ", ".join(envs)))
+    stop = config["stop"]
+    if stop.get("min_samples", 30) > stop.get("max_samples", 5000):
+        config_error("stop.min_samples", "min_samples %s exceeds max_samples %s"
+                     % (stop.get("min_samples"), stop.get("max_samples")))
+    names = set()
+    for i, grid in enumerate(config["grids"]):
+        where = "grids[%d] (%s)" % (i, grid["name"])
+        if grid["name"] in names:
+            config_error(where + ".name", "grid name %r is used twice" % grid["name"])
+        names.add(grid["name"])
+        if isinstance(grid.get("envs"), list):
+            outside = [e for e in grid["envs"] if e not in envs]
+            if outside:
+                config_error(where + ".envs", "%s not in the study's envs (%s)"
+                             % (", ".join(map(repr, outside)), ", ".join(envs)))
+        seen = set()
+        for model, data in grid["pairs"]:
+            if (model, data) in seen:
+                config_error(where + ".pairs", "pair [%s, %s] is listed twice" % (model, data))
+            seen.add((model, data))
+            if model in models.FAULT_MODELS:
+                if not config.get("allow_fault_models", False):
+                    config_error(where + ".pairs", "%r is a test-only fault model; set "
+                                 "allow_fault_models: true to use it" % model)
+            elif not models.output_length_ok(model, data):
+                config_error(where + ".pairs", "model %r cannot take data %r (its convolutions "
+                             "leave nothing; the seed leaves this pair out)" % (model, data))
+
+
+check_config()
+MACHINE = config["machine"] if config["machine"] != "auto" else provenance.machine_key()
+
+
+def study_cells():
+    """[(env, cell)] of the whole study: the union of the grids, each cell once."""
+    out, seen = [], set()
+    for grid in config["grids"]:
+        envs = study_envs() if grid.get("envs", "all") == "all" else grid["envs"]
+        for env in envs:
+            spec = ENV_SPECS[env]
+            if "invalid" in spec:
+                # One placeholder cell per pair: it is written as failed with the spec's error.
+                cells = [dict(model=m, data=d, keras="none", mode="eager", api="fit",
+                              input="numpy", device="cpu") for m, d in grid["pairs"]]
+            else:
+                cells = tfcells.expand_grid(spec, grid)
+            for cell in cells:
+                key = (env, tfcells.cell_id(cell))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((env, cell))
+    return out
+
+
+CELLS = study_cells()
+if not CELLS:
+    config_error("grids", "the grids hold no cell that can exist in the study's envs")
+
+
+def cell_files(rep=None):
+    reps = range(config.get("repeats", 1)) if rep is None else [rep]
+    return [tfcells.cell_path(MACHINE, env, cell, r) for r in reps for env, cell in CELLS]
+
+
+def stop_rule(model):
+    stop = dict(config["stop"])
+    iterations = stop.pop("iterations", "seed")
+    if iterations == "seed":
+        iterations = models.SEED_ITERATIONS.get(model, 10)
+    return {"kind": stop.pop("rule"), "iterations": iterations, **stop}
+
+
+def cell_params(wildcards):
+    return json.dumps(tfcells.parse_cell_id(wildcards.cell), sort_keys=True)
+
+
+def rule_params(wildcards):
+    return json.dumps(stop_rule(tfcells.parse_cell_id(wildcards.cell)["model"]), sort_keys=True)
+
+
+def env_file(wildcards):
+    return ENV_SPECS[wildcards.env]["path"]
+
+
+def env_manifest(wildcards):
+    return "results/envs/%s/%s.json" % (wildcards.machine, wildcards.env)
+
+
+def cell_inputs(wildcards):
+    """The env's manifest (venv mode), and for repeats after the first the previous round's
+    marker (as ancient: a finished round never makes finished cells run again)."""
+    out = {}
+    if not USE_CONDA:
+        out["manifest"] = env_manifest(wildcards)
+    rep = int(wildcards.rep)
+    if rep > 0:
+        out["previous_round"] = ancient("results/cells/%s/round%d.done" % (MACHINE, rep - 1))
+    return out
+
+
+def manifest_arg(wildcards, input):
+    return "--conda" if USE_CONDA else "--manifest %s" % input.manifest
+
+
+# The comparison and summary tables, each results/tables/<name>.csv and a sheet of the workbook.
+TABLES = [
+    "tf2_vs_tf1",
+    "graph_vs_eager",
+    "keras_vs_tfkeras",
+    "numpy_vs_tfdata",
+    "fit_vs_train_on_batch",
+    "gpu_vs_cpu",
+    "frameworks",
+    "versions",
+    "guidance",
+]
+
+
+def machines_in_report():
+    return config.get("machines", "all")
+
+
+def final_outputs():
+    return [
+        "results/tables/cells.csv",
+        "results/study.xlsx",
+        "results/report.html",
+    ]
+
+
+wildcard_constraints:
+    machine=r"[A-Za-z0-9_.-]+",
+    env="|".join(re.escape(e) for e in sorted(ENV_SPECS)),
+    cell=r"[A-Za-z0-9_-]+-[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[a-z_]+\.[a-z_]+\.[a-z]+\.[a-z]+",
+    rep=r"\d+",

@@ -1,0 +1,23 @@
+# Realise each env file: a venv keyed by the file's hash (default), or conda with --sdm conda.
+
+
+rule build_env:
+    input:
+        spec=env_file,
+    output:
+        manifest="results/envs/{machine}/{env}.json",
+    log:
+        "logs/build_env/{machine}/{env}.log",
+    params:
+        driver=DRIVER_PYTHON,
+        script=str(REPO / "scripts" / "build_env.py"),
+        env_root=lambda wildcards: str(REPO / config.get("env_root", ".envs")),
+        installer=config.get("installer", "auto"),
+        interpreters=json.dumps(config.get("interpreters", {})),
+        lock=default_lock_path(),
+    resources:
+        timing_slot=1,
+    shell:
+        "{params.driver} {params.script} --spec {input.spec} --env-root {params.env_root:q}"
+        " --installer {params.installer} --interpreters {params.interpreters:q}"
+        " --lock {params.lock:q} --out {output.manifest} > {log} 2>&1"

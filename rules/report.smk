@@ -1,0 +1,26 @@
+# Tables, cell files and env manifests -> one self-contained HTML report.
+
+
+rule render_report:
+    input:
+        cells_csv="results/tables/cells.csv",
+        tables=expand("results/tables/{table}.csv", table=TABLES),
+        cells=cell_files(),
+        template=str(REPO / "report" / "template.html.j2"),
+    output:
+        html=report(
+            "results/report.html",
+            caption="../report/report.rst",
+            category="Report",
+            labels={"page": "study report"},
+        ),
+    log:
+        "logs/render_report/report.log",
+    params:
+        machine=MACHINE,
+        config=config,
+        selfbench="results/selfbench.json",
+    conda:
+        "../envs/workflow/driver.yaml"
+    script:
+        "../scripts/report.py"

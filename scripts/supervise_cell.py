@@ -1,0 +1,183 @@
+"""Run one cell in a fresh process of its env's Python and always leave a cell file behind.
+
+Runs on the workflow's own Python. It waits for the machine's timing lock (no two timing jobs and
+no env build at once, whatever --cores says), starts scripts/run_cell.py in the env, enforces
+`cell_timeout_s` and `cell_memory_mb`, and turns a crash, hang or out-of-memory into a `failed`
+cell with the reason and the tail of the log. The result is written atomically, so an interrupted
+run leaves no partial file and a rerun does the cell again.
+"""
+import argparse
+import collections
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tfspeed import models, provenance  # noqa: E402
+from tfspeed.atomic import write_json  # noqa: E402
+from tfspeed.cells import AXES, cell_id  # noqa: E402
+from tfspeed.locks import machine_lock  # noqa: E402
+
+SCHEMA_VERSION = 1
+HERE = os.path.dirname(os.path.abspath(__file__))
+HEARTBEAT_S = 10
+
+
+def rss_mb(pgid):
+    """Resident memory of every process in the cell's process group, in MB."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 of stat: process group
+                continue
+            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 2**20
+
+
+def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60):
+    """Run the cell process; return (returncode, why_killed, log_tail, peak_rss_mb)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    tail = collections.deque(maxlen=tail_lines)
+
+    def pump():
+        for raw in iter(proc.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            tail.append(line)
+            print(line, flush=True)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    start = last_beat = time.monotonic()
+    killed, peak = None, 0.0
+    while proc.poll() is None:
+        time.sleep(0.25)
+        now = time.monotonic()
+        mem = rss_mb(proc.pid)
+        peak = max(peak, mem)
+        if memory_mb and mem > memory_mb:
+            killed = "exceeded the memory limit of %d MB (cell_memory_mb): RSS %.0f MB" % (
+                memory_mb, mem)
+        elif timeout_s and now - start > timeout_s:
+            killed = "timed out after %d s (cell_timeout_s)" % timeout_s
+        if killed:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        if now - last_beat >= HEARTBEAT_S:
+            print("[tfspeed] cell still running: %.0f s, RSS %.0f MB" % (now - start, mem),
+                  flush=True)
+            last_beat = now
+    reader.join(timeout=5)
+    return proc.returncode, killed, "\n".join(tail), peak
+
+
+def describe_exit(code):
+    if code is not None and code < 0:
+        try:
+            return "crashed with signal %s" % signal.Signals(-code).name
+        except ValueError:
+            return "crashed with signal %d" % -code
+    return "exited with code %s and wrote no result" % code
+
+
+def child_python(manifest, use_path_python):
+    if use_path_python:  # --sdm conda: the env is activated around this job
+        return shutil.which("python") or sys.executable
+    return manifest["python_executable"]
+
+
+def supervise(args):
+    cell = json.loads(args.cell)
+    manifest = {}
+    if args.manifest:
+        with open(args.manifest) as handle:
+            manifest = json.load(handle)
+    record = {
+        "schema_version": SCHEMA_VERSION, "cell_id": cell_id(cell), "env": args.env,
+        "machine": args.machine, "repeat": args.repeat,
+        "framework": manifest.get("framework"), "framework_version":
+            manifest.get("framework_version"),
+        "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "flops_per_step": (models.train_flops(cell["model"], cell["data"])
+                           if cell["model"] in models.MODELS else None),
+    }
+    record.update({axis: cell[axis] for axis in AXES})
+    prov = {"machine": provenance.machine_facts(), "env": manifest,
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "limits": {"cell_timeout_s": args.timeout_s, "cell_memory_mb": args.memory_mb}}
+    record["provenance"] = prov
+    if manifest.get("status", "ok") != "ok":
+        record.update(status="failed", reason="env build failed: %s" % manifest.get("reason"),
+                      log_tail=manifest.get("log_tail", ""))
+        write_json(args.out, record)
+        return
+    env = dict(os.environ)
+    env.update(manifest.get("variables") or {})
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if cell["device"] == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
+    fd, tmp = tempfile.mkstemp(prefix=".cell-", suffix=".json", dir=os.path.dirname(args.out))
+    os.close(fd)
+    os.unlink(tmp)
+    cmd = [child_python(manifest, args.conda), os.path.join(HERE, "run_cell.py"),
+           "--cell", args.cell, "--rule", args.rule,
+           "--framework", manifest.get("framework") or "tensorflow", "--out", tmp]
+    print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
+        args.env, record["cell_id"], args.repeat), flush=True)
+    with machine_lock(args.lock):
+        prov["load_before"] = provenance.load_average()
+        t0 = time.monotonic()
+        code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb)
+        prov["cell_wall_s"] = time.monotonic() - t0
+        prov["load_after"] = provenance.load_average()
+    prov["peak_rss_mb"] = peak
+    result = None
+    if os.path.exists(tmp):
+        with open(tmp) as handle:
+            result = json.load(handle)
+        os.unlink(tmp)
+    if killed:
+        record.update(status="failed", reason=killed, log_tail=tail)
+    elif result is None:
+        record.update(status="failed", reason=describe_exit(code), log_tail=tail)
+    else:
+        record.update(result)
+        if record["status"] != "ok":
+            record["log_tail"] = tail
+    write_json(args.out, record)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cell", required=True, help="the cell's axes as JSON")
+    parser.add_argument("--rule", required=True, help="the stopping rule as JSON")
+    parser.add_argument("--manifest", help="the env's build manifest (results/envs/...json)")
+    parser.add_argument("--conda", action="store_true", help="use the activated env's python")
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--machine", required=True)
+    parser.add_argument("--repeat", type=int, default=0)
+    parser.add_argument("--timeout-s", type=int, default=0)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--lock", default=None, help="the machine-wide timing lock file")
+    parser.add_argument("--out", required=True)
+    supervise(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

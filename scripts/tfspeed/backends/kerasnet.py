@@ -1,0 +1,128 @@
+"""Keras pieces shared by every Keras flavour (standalone 2.x, tf.keras, tf_keras, Keras 3 on any
+backend): the seed's models built from models.MODELS, the optimizer, data, and the step callables
+for train_on_batch and fit. Framework-specific set-up stays in tf.py / keras3.py.
+"""
+import numpy as np
+
+from ..models import DATA, MODELS, TRAINING
+from . import Unsupported
+from ..timing import clock
+
+
+def make_data(model, data, seed=0):
+    """The seed's make_data, in float32 (every framework trains in float32; the seed's float64
+    randn would add a cast to every step that differs between frameworks)."""
+    rng = np.random.RandomState(seed)
+    shape = DATA[data]
+    x = rng.randn(*shape).astype("float32")
+    if TRAINING[model][2] == "mse":
+        y = rng.randn(shape[0], 1).astype("float32")
+    else:
+        y = rng.randint(0, 2, (shape[0], 1)).astype("float32")
+    return x, y
+
+
+def build_model(K, model, data):
+    layers = K.layers
+    ipt = layers.Input(batch_shape=DATA[data])
+    x = ipt
+    for spec in MODELS[model]:
+        kind = spec[0]
+        if kind == "conv1d":
+            x = layers.Conv1D(spec[1], spec[2], strides=spec[3], padding=spec[4])(x)
+        elif kind == "gap":
+            x = layers.GlobalAveragePooling1D()(x)
+        elif kind == "dropout":
+            x = layers.Dropout(spec[1])(x)
+        elif kind == "dense":
+            x = layers.Dense(spec[1], activation=spec[2])(x)
+        elif kind == "flatten":
+            x = layers.Flatten()(x)
+        elif kind == "lstm":
+            x = layers.LSTM(spec[1], activation="relu", return_sequences=True)(x)
+        elif kind == "bilstm":
+            x = layers.Bidirectional(
+                layers.LSTM(spec[1], activation="relu", return_sequences=True))(x)
+        else:
+            raise ValueError("unknown layer kind %r" % kind)
+    return K.models.Model(ipt, x)
+
+
+def make_optimizer(K, model, legacy=False):
+    name, lr, _ = TRAINING[model]
+    module = K.optimizers
+    if legacy:
+        # TF >= 2.11 in v1 graph mode: the new optimizers have no get_updates (ENVS.md).
+        module = module.legacy
+    cls = {"adam": module.Adam, "sgd": module.SGD}[name]
+    try:
+        return cls(learning_rate=lr)
+    except TypeError:  # standalone Keras 2.2.5 knows only `lr`
+        return cls(lr=lr)
+
+
+def compile_model(K, net, model, mode, legacy=False):
+    opt = make_optimizer(K, model, legacy)
+    kwargs = {}
+    if mode == "run_eagerly":
+        kwargs["run_eagerly"] = True
+    elif mode == "xla":
+        kwargs["jit_compile"] = True
+    net.compile(opt, TRAINING[model][2], **kwargs)
+    return opt
+
+
+def host_loss(value):
+    """A host-side float from what a Keras API returned, or Unsupported if nothing ran.
+
+    Keras 3 after disable_eager_execution returns a symbolic tensor and trains nothing (ENVS.md);
+    a timing of that would be a lie, so the runner refuses it."""
+    if isinstance(value, (list, tuple)):
+        value = value[0]
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise Unsupported("the step returned no host value (%s): nothing was trained"
+                          % type(value).__name__)
+    return out
+
+
+def numpy_steps(net, x, y, api):
+    batch = x.shape[0]
+    if api == "train_on_batch":
+        return lambda: host_loss(net.train_on_batch(x, y))
+    if api == "fit":
+        # The seed's `timeit(model.fit, iters, X, y, verbose=0)`: one whole fit call per step.
+        return lambda: host_loss(
+            net.fit(x, y, batch_size=batch, epochs=1, verbose=0).history["loss"][-1])
+    raise Unsupported("api %s with numpy input" % api)
+
+
+def stream_runner(K, net, dataset):
+    """fit over a dataset, per-step durations from a batch-end callback (fit's own set-up stays
+    outside the samples; the runner records each call's overhead apart)."""
+    times = []
+
+    class BatchClock(K.callbacks.Callback):
+        def on_batch_begin(self, batch, logs=None):
+            if not times:
+                times.append(clock())
+
+        def on_batch_end(self, batch, logs=None):
+            times.append(clock())
+
+    callback = BatchClock()
+    overheads = []
+    losses = []
+
+    def run_chunk(k):
+        del times[:]
+        start = clock()
+        hist = net.fit(dataset, steps_per_epoch=k, epochs=1, verbose=0, callbacks=[callback])
+        end = clock()
+        losses.append(host_loss(hist.history["loss"][-1]))
+        steps = [b - a for a, b in zip(times[:-1], times[1:])]
+        overheads.append((end - start) - (times[-1] - times[0]))
+        return steps
+
+    return run_chunk, overheads, losses

@@ -1,0 +1,191 @@
+"""TensorFlow 1.14 to 2.x with every Keras flavour it carries: standalone `keras` (2.2.5/2.3.1),
+`tf.keras`, `tensorflow.python.keras`, `tf_keras` and Keras 3 (`keras3`, tf.keras from TF 2.16).
+
+Mode names follow the source study: `eager` is eager execution on (TF 2's default; TF 1 after
+enable_eager_execution), `graph` is v1 graph mode (TF 1's default; TF 2 after
+disable_eager_execution). `run_eagerly`, `function` and `xla` are TF 2's extra modes.
+"""
+import os
+
+from ..envspec import version_tuple
+from ..timing import clock
+from . import Prepared, Unsupported
+from . import kerasnet
+
+
+def setup(cell):
+    """Choose eager or graph before any model or tensor exists; return (tf, version tuple)."""
+    import tensorflow as tf
+
+    tfv = version_tuple(tf.__version__)
+    v1 = tf.compat.v1 if hasattr(tf, "compat") and hasattr(tf.compat, "v1") else tf
+    if cell["mode"] == "graph":
+        if tfv >= (2,):
+            v1.disable_eager_execution()
+    elif tfv < (2,):
+        v1.enable_eager_execution()
+    if tfv >= (2,):
+        tf.random.set_seed(0)
+    else:
+        v1.set_random_seed(0)
+    return tf, tfv
+
+
+def keras_module(tf, flavour):
+    if flavour == "keras":
+        import keras
+    elif flavour == "tf.keras":
+        keras = tf.keras
+    elif flavour == "tf.python.keras":
+        # seed 000 warns this private copy can be 10-100x slower than tf.keras
+        try:
+            from tensorflow.python import keras
+            keras.layers, keras.models, keras.optimizers, keras.callbacks  # noqa: B018
+        except (ImportError, AttributeError) as exc:
+            raise Unsupported("tensorflow.python.keras is not usable here: %s" % exc)
+    elif flavour == "tf_keras":
+        import tf_keras as keras
+    elif flavour == "keras3":
+        import keras
+    else:
+        raise Unsupported("keras flavour %r" % flavour)
+    return keras
+
+
+def gpu_check(tf, cell):
+    if cell["device"] != "gpu":
+        return
+    try:
+        gpus = tf.config.list_physical_devices("GPU")
+    except AttributeError:
+        gpus = [1] if tf.test.is_gpu_available() else []
+    if not gpus:
+        raise Unsupported("device gpu: no GPU visible to TensorFlow on this machine")
+
+
+def tracing_count(fn):
+    get = getattr(fn, "experimental_get_tracing_count", None)
+    return get if callable(get) else None
+
+
+def facts_of(tf, K, opt):
+    facts = {"keras_version": getattr(K, "__version__", None), "optimizer": type(opt).__module__
+             + "." + type(opt).__name__, "tf_version": tf.__version__,
+             "onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}
+    try:
+        facts["build_info"] = {k: str(v) for k, v in dict(tf.sysconfig.get_build_info()).items()}
+    except AttributeError:
+        facts["build_info"] = None
+    try:
+        threading = tf.config.threading
+        facts["intra_op_threads"] = threading.get_intra_op_parallelism_threads()
+        facts["inter_op_threads"] = threading.get_inter_op_parallelism_threads()
+    except AttributeError:
+        facts["intra_op_threads"] = facts["inter_op_threads"] = 0  # 0 = TF picks (TF 1 default)
+    try:
+        facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
+    except AttributeError:
+        facts["built_with_cuda"] = None
+    return facts
+
+
+def make_dataset(tf, x, y, distinct=4):
+    """The seed's make_data_tf: each element is a whole batch; a few distinct batches repeated, so
+    any number of steps can be drawn without holding `iterations` batches in memory."""
+    import numpy as np
+
+    xs = np.stack([np.roll(x, i, axis=0) for i in range(distinct)])
+    ys = np.stack([np.roll(y, i, axis=0) for i in range(distinct)])
+    return tf.data.Dataset.from_tensor_slices((xs, ys)).repeat()
+
+
+def prepare(cell, rule):
+    tf, tfv = setup(cell)
+    gpu_check(tf, cell)
+    K = keras_module(tf, cell["keras"])
+    model, data, mode, api, inp = (cell["model"], cell["data"], cell["mode"], cell["api"],
+                                   cell["input"])
+    x, y = kerasnet.make_data(model, data)
+    t0 = clock()
+    net = kerasnet.build_model(K, model, data)
+    legacy = mode == "graph" and tfv >= (2, 11) and cell["keras"] in ("tf.keras", "tf_keras")
+    if api == "custom_loop":
+        opt = kerasnet.make_optimizer(K, model)
+    else:
+        opt = kerasnet.compile_model(K, net, model, mode, legacy)
+    build_s = clock() - t0
+    facts = facts_of(tf, K, opt)
+    facts["build_s"] = build_s
+    facts["legacy_optimizer"] = legacy
+    dataset = make_dataset(tf, x, y) if inp == "tfdata" else None
+
+    if api == "custom_loop":
+        step, traces = custom_loop(tf, K, net, opt, model, mode, x, y, dataset)
+        return Prepared(step=step, traces=traces, facts=facts)
+
+    def keras_traces():
+        fn = getattr(net, "train_function", None)
+        get = tracing_count(fn) if fn is not None else None
+        return get() if get else None
+
+    if inp == "numpy":
+        return Prepared(step=kerasnet.numpy_steps(net, x, y, api), traces=keras_traces,
+                        facts=facts)
+    if api == "fit":
+        run_chunk, overheads, _ = kerasnet.stream_runner(K, net, dataset)
+        facts["fit_call_overheads_s"] = overheads
+        return Prepared(run_chunk=run_chunk, traces=keras_traces, facts=facts)
+    # train_on_batch over tf.data
+    if tf.executing_eagerly():
+        iterator = iter(dataset)
+
+        def step():
+            xb, yb = next(iterator)
+            return kerasnet.host_loss(net.train_on_batch(xb, yb))
+    else:
+        # v1 graph mode: the batch tensors come from one get_next() made once; calling
+        # train_on_batch(iterator) instead adds a get_next op to the graph at every call (TF warns of
+        # "gradual slowdown"), which would time graph growth, not training.
+        iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+        xb, yb = iterator.get_next()
+
+        def step():
+            try:
+                return kerasnet.host_loss(net.train_on_batch(xb, yb))
+            except (TypeError, ValueError) as exc:
+                raise Unsupported("train_on_batch does not take tf.data tensors in graph mode "
+                                  "here: %s" % exc)
+    return Prepared(step=step, traces=keras_traces, facts=facts)
+
+
+def custom_loop(tf, K, net, opt, model, mode, x, y, dataset):
+    """A GradientTape step (seeds 002, 003): eager, wrapped in tf.function, or XLA-compiled."""
+    loss_name = kerasnet.TRAINING[model][2]
+    loss_fn = {"binary_crossentropy": K.losses.BinaryCrossentropy(),
+               "mse": K.losses.MeanSquaredError()}[loss_name]
+    variables = net.trainable_variables
+
+    def train_step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, net(xb, training=True))
+        grads = tape.gradient(loss, variables)
+        opt.apply_gradients(zip(grads, variables))
+        return loss
+
+    traces = None
+    if mode == "function":
+        train_step = tf.function(train_step)
+        traces = tracing_count(train_step)
+    elif mode == "xla":
+        train_step = tf.function(train_step, jit_compile=True)
+        traces = tracing_count(train_step)
+    if dataset is not None:
+        iterator = iter(dataset)
+
+        def step():
+            xb, yb = next(iterator)
+            return float(train_step(xb, yb))
+    else:
+        def step():
+            return float(train_step(x, y))
+    return step, traces

@@ -1,0 +1,111 @@
+"""What an env file says about the cells it can run: read from its pins, so that adding a TF version is
+adding one file under envs/ and nothing else. Standard library only (the runner's Python imports it
+on 3.7); the Snakemake side passes parsed YAML in.
+"""
+import hashlib
+import re
+
+_PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;#]+)")
+TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu")
+
+
+class SpecError(ValueError):
+    """An env file that is not a usable env spec; the message names the file and the cause."""
+
+
+def version_tuple(text):
+    """'2.15.1' -> (2, 15, 1); pre-release tails ('0b1', 'rc0') are dropped after the number."""
+    parts = []
+    for piece in str(text).split(".")[:3]:
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+def spec_hash(text):
+    """Hash of the env file's bytes: a changed file builds a new env, an unchanged one is reused."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def parse_spec(name, doc, path="envs/%s.yaml"):
+    """Turn a parsed conda env file into the facts the workflow needs.
+
+    Raises SpecError naming the file when it lacks a pinned python or a pip section, or pins loosely.
+    """
+    where = path % name if "%s" in path else path
+    if not isinstance(doc, dict) or not isinstance(doc.get("dependencies"), list):
+        raise SpecError("%s: not a conda environment file (no 'dependencies:' list)" % where)
+    python = None
+    pip_lines = []
+    conda_pkgs = []
+    for dep in doc["dependencies"]:
+        if isinstance(dep, dict) and "pip" in dep:
+            if not isinstance(dep["pip"], list):
+                raise SpecError("%s: 'pip:' must be a list of requirement lines" % where)
+            pip_lines = [str(x) for x in dep["pip"]]
+        elif isinstance(dep, str):
+            match = re.match(r"^python\s*=+\s*(\d+\.\d+)(\.\d+)?\s*$", dep)
+            if match:
+                python = match.group(1)
+            elif dep.split("=")[0].strip() not in ("pip", "python"):
+                conda_pkgs.append(dep)
+        else:
+            raise SpecError("%s: unreadable dependency entry %r" % (where, dep))
+    if python is None:
+        raise SpecError("%s: no pinned 'python=X.Y' in dependencies" % where)
+    if not pip_lines:
+        raise SpecError("%s: no 'pip:' section with pinned packages" % where)
+    pins = {}
+    options = []
+    for line in pip_lines:
+        if line.startswith("-"):
+            options.append(line)  # --extra-index-url and friends, passed through to the installer
+            continue
+        match = _PIN.match(line)
+        if not match:
+            raise SpecError("%s: pip line %r is not pinned exactly (use name==version)" % (where, line))
+        pins[match.group(1).lower().replace("_", "-")] = match.group(3)
+    variables = doc.get("variables") or {}
+    if not isinstance(variables, dict):
+        raise SpecError("%s: 'variables:' must be a mapping" % where)
+    return describe(name, python, pins, options, conda_pkgs,
+                    {str(k): str(v) for k, v in variables.items()})
+
+
+def describe(name, python, pins, options, conda_pkgs, variables):
+    tf_pkg = next((p for p in TF_PACKAGES if p in pins), None)
+    gpu = ("tensorflow-gpu" in pins or any(p.startswith("nvidia-") for p in pins)
+           or any(c.split("=")[0] in ("cudatoolkit", "cudnn", "cuda-toolkit") for c in conda_pkgs))
+    facts = {
+        "name": name, "python": python, "pins": pins, "pip_options": options,
+        "conda_packages": conda_pkgs, "variables": variables, "build": "gpu" if gpu else "cpu",
+        "framework": None, "framework_version": None, "flavours": [],
+    }
+    keras = pins.get("keras")
+    if tf_pkg:
+        tfv = version_tuple(pins[tf_pkg])
+        facts["framework"], facts["framework_version"] = "tensorflow", pins[tf_pkg]
+        flavours = []
+        if keras and version_tuple(keras) < (2, 4):
+            flavours.append("keras")  # standalone multi-backend Keras (2.2.5, 2.3.1)
+        if tfv < (2, 16):
+            flavours += ["tf.keras", "tf.python.keras"]
+        else:
+            flavours.append("keras3")  # tf.keras is Keras 3 from TF 2.16 on
+        if "tf-keras" in pins:
+            flavours.append("tf_keras")
+        facts["flavours"] = flavours
+    elif keras and version_tuple(keras) >= (3,):
+        backend = variables.get("KERAS_BACKEND", "tensorflow")
+        facts["framework"] = backend
+        facts["framework_version"] = pins.get(backend, pins.get("jax", keras))
+        facts["flavours"] = ["keras3"]
+    elif "torch" in pins:
+        facts["framework"], facts["framework_version"] = "torch", pins["torch"]
+        facts["flavours"] = ["none"]
+    elif "jax" in pins:
+        facts["framework"], facts["framework_version"] = "jax", pins["jax"]
+        facts["flavours"] = ["none"]
+    return facts

@@ -1,0 +1,116 @@
+"""The source study's models and data shapes as data (seed 000), so every backend builds the same net.
+
+A layer is a tuple: ("conv1d", filters, kernel, strides, padding), ("gap",), ("dropout", rate),
+("dense", units, activation), ("flatten",), ("bilstm", units), ("lstm", units). Conv1D layers have no
+activation, as in the seed. Standard library only: the Snakemake side imports this too.
+"""
+
+_MEDIUM_CONVS = [("conv1d", f, 20, 1, "valid") for f in (64, 128, 256, 256, 128, 64)]
+_HEAD = [("gap",), ("dense", 256, "relu"), ("dropout", 0.5), ("dense", 128, "relu"),
+         ("dense", 64, "relu"), ("dense", 1, "sigmoid")]
+
+MODELS = {
+    # seed 000, make_model_small
+    "small": [("conv1d", 128, 40, 4, "same"), ("gap",), ("dropout", 0.5),
+              ("dense", 64, "relu"), ("dense", 1, "sigmoid")],
+    # seed 000, make_model_medium
+    "medium": _MEDIUM_CONVS + _HEAD,
+    # seed 000, make_model_large
+    "large": ([("conv1d", 64, 400, 4, "valid"), ("conv1d", 128, 200, 1, "valid")]
+              + [("conv1d", 256, 12, 1, "same")] * 40
+              + [("conv1d", 512, 20, 2, "valid"), ("conv1d", 1028, 10, 2, "valid"),
+                 ("conv1d", 256, 1, 1, "valid")]
+              + _HEAD),
+    # seed 000, the question's own model (LSTM); optional, off in the CPU default
+    "lstm": [("bilstm", 512), ("lstm", 512), ("conv1d", 128, 400, 4, "same"), ("flatten",),
+             ("dense", 256, "relu"), ("dropout", 0.5), ("dense", 128, "relu"),
+             ("dense", 64, "relu"), ("dense", 1, "sigmoid")],
+    # seed 002: 10 -> 50 -> 1, MSE, SGD(0.01), all 1000 samples in one batch
+    "mlp": [("dense", 50, "relu"), ("dense", 1, None)],
+}
+
+# Loss and optimizer per model: the seed's Conv1D models use Adam(1e-4) + binary cross-entropy.
+TRAINING = {
+    "small": ("adam", 1e-4, "binary_crossentropy"),
+    "medium": ("adam", 1e-4, "binary_crossentropy"),
+    "large": ("adam", 1e-4, "binary_crossentropy"),
+    "lstm": ("adam", 1e-4, "binary_crossentropy"),
+    "mlp": ("sgd", 1e-2, "mse"),
+}
+
+# (batch, timesteps, channels); seed 000's batch_shape_small/medium/large. "mlp" is seed 002's.
+DATA = {
+    "small": (32, 140, 30),
+    "medium": (32, 1400, 30),
+    "large": (32, 14000, 30),
+    "mlp": (1000, 10),
+}
+
+# The seed's iteration counts by model size (fixed stopping rule).
+SEED_ITERATIONS = {"small": 200, "medium": 100, "large": 50, "lstm": 10, "mlp": 100}
+
+# Test-only models that misbehave on purpose (fault injection); never in a real study.
+FAULT_MODELS = ("fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fault_raise",
+                "fault_xss")
+
+
+def _conv_out(length, kernel, strides, padding):
+    if padding == "same":
+        return -(-length // strides)
+    return (length - kernel) // strides + 1
+
+
+def output_length_ok(model, data):
+    """False where the model cannot take the data (seed 000 leaves out large model x small data)."""
+    if model == "mlp" or data == "mlp":
+        return model == "mlp" and data == "mlp"
+    if model not in MODELS or data not in DATA:
+        return False
+    length = DATA[data][1]
+    for layer in MODELS[model]:
+        if layer[0] == "conv1d":
+            length = _conv_out(length, layer[2], layer[3], layer[4])
+            if length < 1:
+                return False
+    return True
+
+
+def forward_flops(model, data):
+    """Multiply-adds x 2 of one forward pass over one batch (Conv1D, Dense and LSTM layers).
+
+    A training step costs about 3x this (forward, gradient w.r.t. activations, gradient w.r.t.
+    weights); `train_flops` uses that factor. Element-wise ops (bias, activations, pooling, Adam)
+    are left out: they are O(parameters) or O(activations), small next to the products here.
+    """
+    shape = DATA[data]
+    batch = shape[0]
+    if len(shape) == 2:
+        length, channels = 1, shape[1]
+    else:
+        length, channels = shape[1], shape[2]
+    flops = 0
+    for layer in MODELS[model]:
+        kind = layer[0]
+        if kind == "conv1d":
+            filters, kernel, strides, padding = layer[1:]
+            length = _conv_out(length, kernel, strides, padding)
+            flops += 2 * batch * length * kernel * channels * filters
+            channels = filters
+        elif kind == "dense":
+            flops += 2 * batch * length * channels * layer[1]
+            channels = layer[1]
+        elif kind in ("gap",):
+            length = 1
+        elif kind == "flatten":
+            channels, length = channels * length, 1
+        elif kind in ("lstm", "bilstm"):
+            units = layer[1]
+            directions = 2 if kind == "bilstm" else 1
+            # 4 gates, each (input + recurrent) matmul per timestep
+            flops += directions * 2 * batch * length * 4 * units * (channels + units)
+            channels = units * directions
+    return flops
+
+
+def train_flops(model, data):
+    return 3 * forward_flops(model, data)

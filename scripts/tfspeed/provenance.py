@@ -1,0 +1,79 @@
+"""Machine and environment facts that belong to every result. Standard library only; every read is
+best-effort (a fact that cannot be read is None, never an error)."""
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_ENABLE_ONEDNN_OPTS",
+               "CUDA_VISIBLE_DEVICES", "KERAS_BACKEND", "XLA_FLAGS")
+GPU_QUERY = "name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.total,power.draw"
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def cpu_info():
+    text = _read("/proc/cpuinfo") or ""
+    model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
+    mhz = re.findall(r"^cpu MHz\s*:\s*([\d.]+)$", text, re.M)
+    wanted = ("avx", "avx2", "avx512f", "fma", "sse4_2", "amx_tile")
+    return {
+        "cpu_model": model.group(1).strip() if model else platform.processor() or None,
+        "cpu_flags": sorted(set(flags.group(1).split()) & set(wanted)) if flags else None,
+        "cpu_count": os.cpu_count(),
+        "cpu_mhz": [float(m) for m in mhz] or None,
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "cur_freq_khz": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
+    }
+
+
+def gpu_info():
+    """GPU name, driver, clocks and temperature via nvidia-smi where present, else None."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + GPU_QUERY, "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    keys = GPU_QUERY.split(",")
+    return [dict(zip(keys, (v.strip() for v in line.split(",")))) for line in out.splitlines()
+            if line.strip()] or None
+
+
+def load_average():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def machine_facts():
+    mem = re.search(r"MemTotal:\s*(\d+)", _read("/proc/meminfo") or "")
+    facts = {"hostname": socket.gethostname(), "platform": platform.platform(),
+             "mem_total_gb": round(int(mem.group(1)) / 2**20, 1) if mem else None,
+             "gpus": gpu_info(), "thread_env": {k: os.environ.get(k) for k in THREAD_VARS}}
+    facts.update(cpu_info())
+    return facts
+
+
+def machine_key(facts=None):
+    """A short, stable key for a machine kind: CPU model, core count and GPU model."""
+    facts = facts or machine_facts()
+    cpu = facts.get("cpu_model") or platform.machine() or "cpu"
+    cpu = re.sub(r"\((R|TM)\)|CPU|Processor|@.*$|\d+-Core", "", cpu, flags=re.I)
+    parts = [cpu, "%sc" % facts.get("cpu_count")]
+    for gpu in facts.get("gpus") or []:
+        parts.append(gpu.get("name", "gpu"))
+    key = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()
+    return key[:80] or "machine"
