@@ -22,6 +22,6 @@ include: "rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

@@ -24,15 +24,15 @@ rule tabulate_cells:
         ),
     log:
         "logs/tabulate_cells/tabulate.log",
+    conda:
+        "../envs/workflow/driver.yaml"
     params:
-        cells_root="results/cells",
+        cells_root=cells_root,
         machine=MACHINE,
         machines=machines_in_report(),
         reference_env=config["reference_env"],
         noisy_threshold=config.get("noisy_threshold", 0.1),
         level=config["stop"].get("level", 0.95),
         config=config,
-    conda:
-        "../envs/workflow/driver.yaml"
     script:
         "../scripts/aggregate.py"

@@ -10,6 +10,8 @@ rule run_cell:
         "logs/run_cell/{machine}/{env}/{cell}.r{rep}.log",
     conda:
         env_file
+    resources:
+        timing_slot=1,
     params:
         driver=DRIVER_PYTHON,
         script=str(REPO / "scripts" / "supervise_cell.py"),
@@ -19,8 +21,6 @@ rule run_cell:
         timeout=config.get("cell_timeout_s", 900),
         memory=config.get("cell_memory_mb", 16000),
         lock=default_lock_path(),
-    resources:
-        timing_slot=1,
     shell:
         "{params.driver} {params.script} --cell {params.cell:q} --rule {params.rule:q}"
         " {params.manifest} --env {wildcards.env} --machine {wildcards.machine}"
@@ -35,5 +35,7 @@ rule finish_round:
         done=touch("results/cells/{machine}/round{rep}.done"),
     log:
         "logs/finish_round/{machine}/round{rep}.log",
+    conda:
+        "../envs/workflow/driver.yaml"
     shell:
         "echo round {wildcards.rep} done > {log}"

@@ -27,16 +27,27 @@ def load_env_specs():
     for folder in config.get("env_dirs", ["envs"]):
         for path in sorted((REPO / folder).glob("*.yaml")):
             if path.stem in paths:
-                config_error("env_dirs", "env %r is defined twice: %s and %s"
-                             % (path.stem, paths[path.stem], path))
+                config_error(
+                    "env_dirs",
+                    "env %r is defined twice: %s and %s"
+                    % (path.stem, paths[path.stem], path),
+                )
             paths[path.stem] = path
     for path in paths.values():
         rel = str(path)
         try:
-            specs[path.stem] = envspec.parse_spec(path.stem, yaml.safe_load(path.read_text()), rel)
+            specs[path.stem] = envspec.parse_spec(
+                path.stem, yaml.safe_load(path.read_text()), rel
+            )
         except (yaml.YAMLError, envspec.SpecError) as exc:
-            specs[path.stem] = {"name": path.stem, "invalid": str(exc), "build": "cpu",
-                                "framework": None, "framework_version": None, "flavours": []}
+            specs[path.stem] = {
+                "name": path.stem,
+                "invalid": str(exc),
+                "build": "cpu",
+                "framework": None,
+                "framework_version": None,
+                "flavours": [],
+            }
         specs[path.stem]["path"] = str(path)
     return specs
 
@@ -54,8 +65,11 @@ def study_envs():
     if isinstance(chosen, list):
         unknown = [e for e in chosen if e not in ENV_SPECS]
         if unknown:
-            config_error("envs", "unknown env %s; env files present: %s"
-                         % (", ".join(map(repr, unknown)), ", ".join(sorted(ENV_SPECS))))
+            config_error(
+                "envs",
+                "unknown env %s; env files present: %s"
+                % (", ".join(map(repr, unknown)), ", ".join(sorted(ENV_SPECS))),
+            )
         return list(chosen)
     return [n for n, s in ENV_SPECS.items() if chosen == "all" or s["build"] == chosen]
 
@@ -67,34 +81,51 @@ def check_config():
         config_error("envs", "no env files under envs/ match %r" % (config["envs"],))
     ref = config["reference_env"]
     if ref not in envs:
-        config_error("reference_env", "%r is not an env of this study (%s)" % (ref, ", ".join(envs)))
+        config_error(
+            "reference_env",
+            "%r is not an env of this study (%s)" % (ref, ", ".join(envs)),
+        )
     stop = config["stop"]
     if stop.get("min_samples", 30) > stop.get("max_samples", 5000):
-        config_error("stop.min_samples", "min_samples %s exceeds max_samples %s"
-                     % (stop.get("min_samples"), stop.get("max_samples")))
+        config_error(
+            "stop.min_samples",
+            "min_samples %s exceeds max_samples %s"
+            % (stop.get("min_samples"), stop.get("max_samples")),
+        )
     names = set()
     for i, grid in enumerate(config["grids"]):
         where = "grids[%d] (%s)" % (i, grid["name"])
         if grid["name"] in names:
-            config_error(where + ".name", "grid name %r is used twice" % grid["name"])
+            config_error(f"{where}.name", "grid name %r is used twice" % grid["name"])
         names.add(grid["name"])
         if isinstance(grid.get("envs"), list):
             outside = [e for e in grid["envs"] if e not in envs]
             if outside:
-                config_error(where + ".envs", "%s not in the study's envs (%s)"
-                             % (", ".join(map(repr, outside)), ", ".join(envs)))
+                config_error(
+                    f"{where}.envs",
+                    "%s not in the study's envs (%s)"
+                    % (", ".join(map(repr, outside)), ", ".join(envs)),
+                )
         seen = set()
         for model, data in grid["pairs"]:
             if (model, data) in seen:
-                config_error(where + ".pairs", "pair [%s, %s] is listed twice" % (model, data))
+                config_error(
+                    f"{where}.pairs", "pair [%s, %s] is listed twice" % (model, data)
+                )
             seen.add((model, data))
             if model in models.FAULT_MODELS:
                 if not config.get("allow_fault_models", False):
-                    config_error(where + ".pairs", "%r is a test-only fault model; set "
-                                 "allow_fault_models: true to use it" % model)
+                    config_error(
+                        f"{where}.pairs",
+                        "%r is a test-only fault model; set "
+                        "allow_fault_models: true to use it" % model,
+                    )
             elif not models.output_length_ok(model, data):
-                config_error(where + ".pairs", "model %r cannot take data %r (its convolutions "
-                             "leave nothing; the seed leaves this pair out)" % (model, data))
+                config_error(
+                    f"{where}.pairs",
+                    "model %r cannot take data %r (its convolutions "
+                    "leave nothing; the seed leaves this pair out)" % (model, data),
+                )
 
 
 check_config()
@@ -110,8 +141,18 @@ def study_cells():
             spec = ENV_SPECS[env]
             if "invalid" in spec:
                 # One placeholder cell per pair: it is written as failed with the spec's error.
-                cells = [dict(model=m, data=d, keras="none", mode="eager", api="fit",
-                              input="numpy", device="cpu") for m, d in grid["pairs"]]
+                cells = [
+                    dict(
+                        model=m,
+                        data=d,
+                        keras="none",
+                        mode="eager",
+                        api="fit",
+                        input="numpy",
+                        device="cpu",
+                    )
+                    for m, d in grid["pairs"]
+                ]
             else:
                 cells = tfcells.expand_grid(spec, grid)
             for cell in cells:
@@ -129,7 +170,9 @@ if not CELLS:
 
 def cell_files(rep=None):
     reps = range(config.get("repeats", 1)) if rep is None else [rep]
-    return [tfcells.cell_path(MACHINE, env, cell, r) for r in reps for env, cell in CELLS]
+    return [
+        tfcells.cell_path(MACHINE, env, cell, r) for r in reps for env, cell in CELLS
+    ]
 
 
 def stop_rule(model):
@@ -145,7 +188,9 @@ def cell_params(wildcards):
 
 
 def rule_params(wildcards):
-    return json.dumps(stop_rule(tfcells.parse_cell_id(wildcards.cell)["model"]), sort_keys=True)
+    return json.dumps(
+        stop_rule(tfcells.parse_cell_id(wildcards.cell)["model"]), sort_keys=True
+    )
 
 
 def env_file(wildcards):
@@ -164,7 +209,9 @@ def cell_inputs(wildcards):
         out["manifest"] = env_manifest(wildcards)
     rep = int(wildcards.rep)
     if rep > 0:
-        out["previous_round"] = ancient("results/cells/%s/round%d.done" % (MACHINE, rep - 1))
+        out["previous_round"] = ancient(
+            "results/cells/%s/round%d.done" % (MACHINE, rep - 1)
+        )
     return out
 
 
@@ -184,6 +231,11 @@ TABLES = [
     "versions",
     "guidance",
 ]
+
+
+def cells_root(wildcards, input):
+    """results/cells, derived from the inputs (other machines' folders sit beside this one's)."""
+    return str(Path(input.cells[0]).parents[2])
 
 
 def machines_in_report():

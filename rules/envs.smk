@@ -8,6 +8,11 @@ rule build_env:
         manifest="results/envs/{machine}/{env}.json",
     log:
         "logs/build_env/{machine}/{env}.log",
+    conda:
+        # the builder runs on the workflow's own Python; the env it builds is the spec itself
+        "../envs/workflow/driver.yaml"
+    resources:
+        timing_slot=1,
     params:
         driver=DRIVER_PYTHON,
         script=str(REPO / "scripts" / "build_env.py"),
@@ -15,8 +20,6 @@ rule build_env:
         installer=config.get("installer", "auto"),
         interpreters=json.dumps(config.get("interpreters", {})),
         lock=default_lock_path(),
-    resources:
-        timing_slot=1,
     shell:
         "{params.driver} {params.script} --spec {input.spec} --env-root {params.env_root:q}"
         " --installer {params.installer} --interpreters {params.interpreters:q}"

@@ -16,11 +16,11 @@ rule render_report:
         ),
     log:
         "logs/render_report/report.log",
+    conda:
+        "../envs/workflow/driver.yaml"
     params:
         machine=MACHINE,
         config=config,
         selfbench="results/selfbench.json",
-    conda:
-        "../envs/workflow/driver.yaml"
     script:
         "../scripts/report.py"

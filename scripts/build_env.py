@@ -118,7 +118,7 @@ def run_logged(cmd, label, tail, timeout_s=3600):
             print("[tfspeed] %s: still working, %.0f s" % (label, elapsed), flush=True)
             if elapsed > timeout_s:
                 proc.kill()
-                raise BuildError("%s timed out after %d s" % (label, timeout_s))
+                raise BuildError("%s timed out after %d s" % (label, timeout_s)) from None
     reader.join(timeout=5)
     if proc.returncode != 0:
         raise BuildError("%s failed (exit %d): %s" % (label, proc.returncode,
@@ -143,11 +143,11 @@ def build(spec_file, env_root, installer, configured, tail):
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise BuildError("%s: not valid YAML: %s" % (spec_file, exc))
+        raise BuildError("%s: not valid YAML: %s" % (spec_file, exc)) from exc
     try:
         facts = parse_spec(name, doc, spec_file)
     except SpecError as exc:
-        raise BuildError(str(exc))
+        raise BuildError(str(exc)) from exc
     lock_file = os.path.splitext(spec_file)[0] + ".lock.txt"
     locked = os.path.exists(lock_file)
     if locked:

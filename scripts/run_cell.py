@@ -28,7 +28,7 @@ def run(cell, rule_dict, framework):
         faults.trigger(cell["model"])
     rule = timing.Rule(**rule_dict)
     backend = backends.load(cell, framework)
-    prepared = backend.prepare(cell, rule)
+    prepared = backend.prepare(dict(cell, framework=framework), rule)
     traces = prepared.traces or (lambda: None)
     out = {"status": "ok", "reason": ""}
     if prepared.step is not None:

@@ -9,8 +9,13 @@ from .models import DATA, FAULT_MODELS, MODELS, output_length_ok
 AXES = ("model", "data", "keras", "mode", "api", "input", "device")
 
 KERAS = ("keras", "tf.keras", "tf.python.keras", "tf_keras", "keras3", "none")
-MODES = ("eager", "graph", "run_eagerly", "function", "xla", "compile", "torchscript")
-APIS = ("train_on_batch", "fit", "custom_loop")
+MODES = ("eager", "graph", "run_eagerly", "function", "xla", "compile", "torchscript", "numpy")
+
+# Seed 004's matmul micro-case: which modes each framework offers for it ("numpy" is the baseline
+# every env can run).
+MATMUL_MODES = {"tensorflow": ("numpy", "graph", "eager", "function", "xla"),
+                "torch": ("numpy", "eager", "compile"), "jax": ("numpy", "eager", "xla")}
+APIS = ("train_on_batch", "fit", "custom_loop", "matmul")
 INPUTS = ("numpy", "tfdata")
 DEVICES = ("cpu", "gpu")
 
@@ -52,6 +57,17 @@ def why_not(env, cell):
         return "unknown data"
     if model not in FAULT_MODELS and not output_length_ok(model, data):
         return "model does not fit the data (seed 000 leaves out large model x small data)"
+    if (model == "matmul") != (api == "matmul"):
+        return "the matmul micro-case is its own model and api"
+    if api == "matmul":
+        if keras != "none" or inp != "numpy":
+            return "the matmul micro-case uses no Keras and numpy data"
+        if mode not in MATMUL_MODES.get(fw, ()):
+            return "no matmul mode %s for %s" % (mode, fw)
+        if fw == "tensorflow" and mode in ("function", "xla") and \
+                version_tuple(env["framework_version"]) < ((2, 0) if mode == "function" else (2, 5)):
+            return "%s matmul needs a newer TF" % mode
+        return "CPU build" if cell["device"] == "gpu" and env["build"] != "gpu" else None
     if keras not in env["flavours"]:
         return "keras flavour %s not in this env" % keras
     if cell["device"] == "gpu" and env["build"] != "gpu":

@@ -27,6 +27,8 @@ MODELS = {
              ("dense", 64, "relu"), ("dense", 1, "sigmoid")],
     # seed 002: 10 -> 50 -> 1, MSE, SGD(0.01), all 1000 samples in one batch
     "mlp": [("dense", 50, "relu"), ("dense", 1, None)],
+    # seed 004: one 1000 x 1000 float32 matmul; also the machine's attainable FLOP/s probe
+    "matmul": [("matmul",)],
 }
 
 # Loss and optimizer per model: the seed's Conv1D models use Adam(1e-4) + binary cross-entropy.
@@ -36,6 +38,7 @@ TRAINING = {
     "large": ("adam", 1e-4, "binary_crossentropy"),
     "lstm": ("adam", 1e-4, "binary_crossentropy"),
     "mlp": ("sgd", 1e-2, "mse"),
+    "matmul": (None, None, None),
 }
 
 # (batch, timesteps, channels); seed 000's batch_shape_small/medium/large. "mlp" is seed 002's.
@@ -44,10 +47,12 @@ DATA = {
     "medium": (32, 1400, 30),
     "large": (32, 14000, 30),
     "mlp": (1000, 10),
+    "matmul": (1000, 1000),
 }
 
 # The seed's iteration counts by model size (fixed stopping rule).
-SEED_ITERATIONS = {"small": 200, "medium": 100, "large": 50, "lstm": 10, "mlp": 100}
+SEED_ITERATIONS = {"small": 200, "medium": 100, "large": 50, "lstm": 10, "mlp": 100,
+                   "matmul": 100}
 
 # Test-only models that misbehave on purpose (fault injection); never in a real study.
 FAULT_MODELS = ("fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fault_raise",
@@ -62,8 +67,8 @@ def _conv_out(length, kernel, strides, padding):
 
 def output_length_ok(model, data):
     """False where the model cannot take the data (seed 000 leaves out large model x small data)."""
-    if model == "mlp" or data == "mlp":
-        return model == "mlp" and data == "mlp"
+    if model in ("mlp", "matmul") or data in ("mlp", "matmul"):
+        return model == data
     if model not in MODELS or data not in DATA:
         return False
     length = DATA[data][1]
@@ -113,4 +118,7 @@ def forward_flops(model, data):
 
 
 def train_flops(model, data):
+    if model == "matmul":
+        n = DATA[data][0]
+        return 2 * n ** 3
     return 3 * forward_flops(model, data)

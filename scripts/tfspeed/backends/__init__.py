@@ -27,7 +27,9 @@ class Prepared(object):
 
 def load(cell, framework):
     """The backend module for a cell (imported lazily: only one framework per process)."""
-    if cell["keras"] == "keras3" and framework in ("jax", "torch"):
+    if cell["api"] == "matmul":
+        from . import matmul as mod
+    elif cell["keras"] == "keras3" and framework in ("jax", "torch"):
         from . import keras3 as mod
     elif framework == "tensorflow":
         from . import tf as mod

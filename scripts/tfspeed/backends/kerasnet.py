@@ -5,8 +5,8 @@ for train_on_batch and fit. Framework-specific set-up stays in tf.py / keras3.py
 import numpy as np
 
 from ..models import DATA, MODELS, TRAINING
-from . import Unsupported
 from ..timing import clock
+from . import Unsupported
 
 
 def make_data(model, data, seed=0):
@@ -83,7 +83,7 @@ def host_loss(value):
         out = float(value)
     except (TypeError, ValueError):
         raise Unsupported("the step returned no host value (%s): nothing was trained"
-                          % type(value).__name__)
+                          % type(value).__name__) from None
     return out
 
 

@@ -9,8 +9,7 @@ import os
 
 from ..envspec import version_tuple
 from ..timing import clock
-from . import Prepared, Unsupported
-from . import kerasnet
+from . import Prepared, Unsupported, kerasnet
 
 
 def setup(cell):
@@ -42,7 +41,7 @@ def keras_module(tf, flavour):
             from tensorflow.python import keras
             keras.layers, keras.models, keras.optimizers, keras.callbacks  # noqa: B018
         except (ImportError, AttributeError) as exc:
-            raise Unsupported("tensorflow.python.keras is not usable here: %s" % exc)
+            raise Unsupported("tensorflow.python.keras is not usable here: %s" % exc) from exc
     elif flavour == "tf_keras":
         import tf_keras as keras
     elif flavour == "keras3":
@@ -154,7 +153,7 @@ def prepare(cell, rule):
                 return kerasnet.host_loss(net.train_on_batch(xb, yb))
             except (TypeError, ValueError) as exc:
                 raise Unsupported("train_on_batch does not take tf.data tensors in graph mode "
-                                  "here: %s" % exc)
+                                  "here: %s" % exc) from exc
     return Prepared(step=step, traces=keras_traces, facts=facts)
 
 

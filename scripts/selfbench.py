@@ -1,0 +1,133 @@
+"""Benchmark the harness itself (not a test): prints figures and a final JSON line.
+
+  overhead_rel   per-sample cost of the sampling loop (two clock reads and an append) measured
+                 against a bare loop, over the small cell's median step time.   goal <= 1e-4
+  ci_rel_median  median over the quick preset's cells of CI half-width / median under the
+                 default adaptive rule.                                           goal <= 0.02
+  spread_ours    the small/small tf.keras eager train_on_batch cell in 5 fresh processes: relative
+  spread_seed    spread (max - min) / median of our per-process median vs the seed's mean of 200
+                 time()-timed calls, from the same processes.                     goal ours <= seed/3
+  timed_share    the share of the quick study's wall time spent inside timed loops.
+
+Usage: python scripts/selfbench.py [--processes 5] [--skip-study]. Writes results/selfbench.json.
+Run it on an otherwise idle machine: it times things.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+from tfspeed import timing  # noqa: E402
+from tfspeed.atomic import write_json  # noqa: E402
+
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+WORK = REPO / "build" / "selfbench"
+
+
+def loop_overhead(n=2_000_000):
+    """Seconds per sample that the harness adds over a bare loop calling the same no-op."""
+    def noop():
+        return None
+
+    rule = timing.Rule("fixed", iterations=n)
+    best_bare = best_ours = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            noop()
+        best_bare = min(best_bare, time.perf_counter() - t)
+        t = time.perf_counter()
+        timing.sample_calls(noop, rule)
+        best_ours = min(best_ours, time.perf_counter() - t)
+    return max(best_ours - best_bare, 0.0) / n
+
+
+def run_study(config_path, workdir):
+    cmd = [SNAKEMAKE, "--cores", "2", "--directory", str(workdir), "--configfile", str(config_path)]
+    t = time.monotonic()
+    subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - t
+
+
+def cell_files(workdir):
+    return [json.loads(Path(p).read_text())
+            for p in glob.glob(str(workdir / "results" / "cells" / "*" / "*" / "*.json"))]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--skip-study", action="store_true", help="reuse build/selfbench")
+    args = parser.parse_args()
+    default = yaml.safe_load((REPO / "config.yaml").read_text())
+    quick = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
+
+    # 1. the quick preset under the default adaptive rule: precision and timed share
+    study_cfg = dict(quick, stop=default["stop"])
+    WORK.mkdir(parents=True, exist_ok=True)
+    (WORK / "study.yaml").write_text(yaml.safe_dump(study_cfg))
+    if not args.skip_study:
+        subprocess.run(["rm", "-rf", str(WORK / "study" / "results")], check=True)
+    wall = run_study(WORK / "study.yaml", WORK / "study")
+    cells = [c for c in cell_files(WORK / "study") if c["status"] == "ok"]
+    rel = sorted(c["summary"]["ci_rel_halfwidth"] for c in cells)
+    walls = [c["provenance"].get("cell_wall_s", 0) for c in cell_files(WORK / "study")]
+    timed = sum(c["timed_wall_s"] for c in cells)
+    print("quick study, adaptive rule: %d ok cells, CI half-width / median: median %.4f, "
+          "max %.4f" % (len(cells), statistics.median(rel), rel[-1]))
+    if args.skip_study:
+        wall = sum(walls)  # nothing ran: the cells' own wall times stand in for the study's
+    print("timed loops %.1f s of %.1f s study wall time" % (timed, wall))
+
+    # 2. 5 fresh processes of the small cell: our median vs the seed's mean of 200 calls
+    spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200), repeats=args.processes,
+                      grids=[{"name": "spread", "envs": [quick["reference_env"]],
+                              "pairs": [["small", "small"]], "keras": ["tf.keras"],
+                              "modes": ["eager"], "apis": ["train_on_batch"],
+                              "inputs": ["numpy"], "devices": ["cpu"]}])
+    (WORK / "spread.yaml").write_text(yaml.safe_dump(spread_cfg))
+    subprocess.run(["rm", "-rf", str(WORK / "spread" / "results")], check=True)
+    run_study(WORK / "spread.yaml", WORK / "spread")
+    procs = [c for c in cell_files(WORK / "spread") if c["status"] == "ok"]
+    ours = [c["summary"]["median_s"] for c in procs]
+    seed = [statistics.mean(c["samples_s"][:200]) for c in procs]
+
+    def spread(values):
+        return (max(values) - min(values)) / statistics.median(values)
+
+    small_median = statistics.median(ours)
+    overhead = loop_overhead()
+    figures = {
+        "overhead_s": overhead,
+        "overhead_rel": overhead / small_median,
+        "ci_rel_median": statistics.median(rel),
+        "spread_ours": spread(ours),
+        "spread_seed": spread(seed),
+        "timed_share": timed / wall,
+        "small_cell_median_s": small_median,
+        "processes": len(procs),
+        "quick_cells": len(cells),
+        "study_wall_s": wall,
+        "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average": list(os.getloadavg()),
+    }
+    print("harness overhead per sample %.1f ns = %.2e of the small cell's median %.2f ms"
+          % (overhead * 1e9, figures["overhead_rel"], small_median * 1e3))
+    print("5-process spread: ours %.3f, seed's 200-call mean %.3f" % (figures["spread_ours"],
+                                                                      figures["spread_seed"]))
+    write_json(str(REPO / "results" / "selfbench.json"), figures)
+    print(json.dumps(figures, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Keras 3 on the jax or torch backend (the backend is chosen by the env's KERAS_BACKEND, set before
+keras is imported). `eager` is Keras 3's default (compiled train steps); `run_eagerly` runs every step
+in Python."""
+from ..timing import clock
+from . import Prepared, Unsupported, kerasnet
+
+
+def prepare(cell, rule):
+    import keras
+
+    backend = keras.backend.backend()
+    if cell["device"] == "gpu":
+        raise Unsupported("device gpu: Keras 3 %s cells run on CPU builds here" % backend)
+    keras.utils.set_random_seed(0)
+    x, y = kerasnet.make_data(cell["model"], cell["data"])
+    t0 = clock()
+    net = kerasnet.build_model(keras, cell["model"], cell["data"])
+    opt = kerasnet.compile_model(keras, net, cell["model"], cell["mode"])
+    facts = {"keras_version": keras.__version__, "keras_backend": backend,
+             "optimizer": type(opt).__module__ + "." + type(opt).__name__,
+             "build_s": clock() - t0}
+    if backend == "jax":
+        import jax
+        facts["jax_version"] = jax.__version__
+    return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)

@@ -1,0 +1,69 @@
+"""Bad input stops the study before any job runs, with a message that names the bad key or value."""
+import copy
+
+import pytest
+from helpers import quick_config, snakemake, write_config
+
+
+def _set(config, dotted, value):
+    node = config
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    last = keys[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+# (change to the quick preset, words the error must contain)
+BAD = {
+    "unknown model": ("grids.0.pairs", [["huge", "small"]], ["huge"]),
+    "negative iterations": ("stop.iterations", -5, ["iterations", "-5"]),
+    "unknown env": ("envs", ["tf1.14", "tf9.99"], ["envs", "tf9.99"]),
+    "unknown key": ("iteratons", 5, ["iteratons"]),
+    "reference not in study": ("reference_env", "tf1.15", ["reference_env", "tf1.15"]),
+    "pair twice": ("grids.0.pairs", [["small", "small"], ["small", "small"]],
+                   ["pairs", "twice"]),
+    "pair that cannot exist": ("grids.0.pairs", [["large", "small"]], ["pairs", "large"]),
+    "fault model not allowed": ("grids.0.pairs", [["fault_segfault", "small"]],
+                                ["allow_fault_models", "fault_segfault"]),
+    "min above max": ("stop.min_samples", 10000, ["min_samples"]),
+    "zero repeats": ("repeats", 0, ["repeats"]),
+    "grid env outside study": ("grids.0.envs", ["tf2.0"], ["grids[0]", "tf2.0"]),
+    "unknown stop rule": ("stop.rule", "sometimes", ["rule", "sometimes"]),
+    "zero budget": ("stop.budget_s", 0, ["budget_s"]),
+    "no grids": ("grids", [], ["grids"]),
+    "unknown mode": ("grids.0.modes", ["eager", "turbo"], ["turbo"]),
+    "bad level": ("stop.level", 1.5, ["level"]),
+    "interpreter key": ("interpreters", {"three": "/usr/bin/python3"}, ["three"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_config_stops_before_any_job(tmp_path, case):
+    key, value, words = BAD[case]
+    config = copy.deepcopy(quick_config())
+    _set(config, key, value)
+    cfg = write_config(tmp_path / "bad.yaml", config)
+    proc = snakemake(tmp_path / "work", cfg, "--cores", "1")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    for word in words:
+        assert word in out, "expected %r in the error:\n%s" % (word, out[-3000:])
+    assert not (tmp_path / "work" / "results").exists(), "a job ran before the config was checked"
+
+
+def test_duplicate_grid_name(tmp_path):
+    config = quick_config()
+    config["grids"].append(dict(config["grids"][0]))
+    proc = snakemake(tmp_path / "work", write_config(tmp_path / "c.yaml", config), "-n")
+    assert proc.returncode != 0
+    assert "used twice" in proc.stdout + proc.stderr
+
+
+def test_good_config_plans(tmp_path):
+    proc = snakemake(tmp_path / "work", write_config(tmp_path / "c.yaml", quick_config()), "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "run_cell" in proc.stdout

@@ -1,0 +1,186 @@
+"""The workflow end to end with real frameworks, and what it does when things go wrong.
+
+These run Snakemake as a user does, on the quick preset or small variants of it; the venvs are
+built once per checkout under .envs/ and reused.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers import REPO, SNAKEMAKE, quick_config, snakemake, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def cell_records(workdir):
+    return {Path(p).name: json.loads(Path(p).read_text())
+            for p in glob.glob(str(Path(workdir) / "results" / "cells" / "*" / "*" / "*.json"))}
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """The quick preset, once per test session: what `make quick` does, in a fresh directory."""
+    work = tmp_path_factory.mktemp("quick")
+    proc = snakemake(work, REPO / "tests" / "quick.yaml", "--cores", "2", check=True)
+    return work, proc
+
+
+def test_quick_study_outputs(quick_run):
+    work, _ = quick_run
+    for name in ("results/tables/cells.csv", "results/study.xlsx", "results/report.html"):
+        assert (work / name).stat().st_size > 0, name
+    table = pd.read_csv(work / "results/tables/cells.csv")
+    for column in ("env", "framework", "framework_version", "python", "keras", "mode", "api",
+                   "input", "device", "model", "data", "status", "reason", "n_samples",
+                   "median_s", "ci_low_s", "ci_high_s", "first_call_s"):
+        assert column in table.columns, column
+    ok = table[table.status == "ok"]
+    assert len(ok) == len(table), table[table.status != "ok"][["cell_id", "reason"]]
+    # every factor of the study has both its sides
+    assert set(ok.env) >= {"tf1.14", "tf2.21"}
+    assert set(ok.keras) >= {"keras", "tf.keras", "tf_keras", "keras3"}
+    assert set(ok["mode"]) >= {"eager", "graph", "xla", "function"}
+    assert set(ok.api) >= {"train_on_batch", "fit", "custom_loop"}
+    assert set(ok.input) == {"numpy", "tfdata"}
+    assert (ok.median_s > 0).all() and (ok.ci_low_s <= ok.median_s).all()
+    assert (ok.median_s <= ok.ci_high_s).all() and (ok.first_call_s > 0).all()
+    assert (ok.n_samples >= 12).all()
+    for name, record in cell_records(work).items():
+        prov = record["provenance"]
+        assert prov["machine"]["cpu_model"], name
+        assert prov["env"]["spec_hash"] and prov["env"]["packages"], name
+        assert record["python"].count(".") == 2, name
+        assert len(record["samples_s"]) == record["summary"]["n"], name
+
+
+def test_rerun_does_nothing(quick_run):
+    work, _ = quick_run
+    proc = snakemake(work, REPO / "tests" / "quick.yaml", "-n", check=True)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_new_env_file_runs_only_its_cells(quick_run, tmp_path):
+    """Adding a TF version is adding a file: the new env's cells are planned, nothing else."""
+    work, _ = quick_run
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "tf-new.yaml").write_text((REPO / "envs" / "tf2.21.yaml").read_text())
+    config = quick_config(env_dirs=["envs", str(extra)], envs=["tf1.14", "tf2.21", "tf-new"])
+    proc = snakemake(work, write_config(tmp_path / "c.yaml", config), "-n", check=True)
+    planned = [line.split("/")[-2] for line in proc.stdout.splitlines()
+               if "output: results/cells/" in line]
+    assert planned and set(planned) == {"tf-new"}
+
+
+def test_faults_are_written_down_and_the_study_completes(tmp_path):
+    envs = tmp_path / "envs"
+    envs.mkdir()
+    (envs / "broken-yaml.yaml").write_text("dependencies: [python=3.7\n  - : :")
+    (envs / "no-python.yaml").write_text(
+        "dependencies:\n  - python=3.2\n  - pip\n  - pip:\n      - tensorflow==1.14.0\n")
+    (envs / "no-such-pin.yaml").write_text(
+        "dependencies:\n  - python=3.11\n  - pip\n  - pip:\n      - tensorflow==0.0.1\n")
+    config = quick_config(
+        env_dirs=["envs", str(envs)], envs=["tf1.14", "broken-yaml", "no-python", "no-such-pin"],
+        allow_fault_models=True, cell_timeout_s=20, cell_memory_mb=600,
+        grids=[
+            {"name": "faults", "envs": ["tf1.14"],
+             "pairs": [[m, "small"] for m in ("fault_segfault", "fault_abort", "fault_hang",
+                                               "fault_oom", "fault_raise", "fault_xss")],
+             "keras": ["tf.keras"], "modes": ["eager"], "apis": ["train_on_batch"],
+             "inputs": ["numpy"]},
+            {"name": "healthy", "pairs": [["small", "small"]], "keras": ["tf.keras", "none"],
+             "modes": ["graph", "eager"], "apis": ["train_on_batch"], "inputs": ["numpy"]},
+        ])
+    proc = snakemake(tmp_path / "work", write_config(tmp_path / "c.yaml", config), "--cores", "2")
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    cells = {(r["env"], r["model"], r["mode"]): r for r in cell_records(tmp_path / "work").values()}
+    reasons = {key: r["reason"] for key, r in cells.items()}
+    assert "SIGSEGV" in reasons[("tf1.14", "fault_segfault", "eager")]
+    assert "SIGABRT" in reasons[("tf1.14", "fault_abort", "eager")]
+    assert "timed out after 20 s" in reasons[("tf1.14", "fault_hang", "eager")]
+    assert "memory limit of 600 MB" in reasons[("tf1.14", "fault_oom", "eager")]
+    assert "injected failure" in reasons[("tf1.14", "fault_raise", "eager")]
+    for key in [k for k in cells if k[1].startswith("fault")]:
+        assert cells[key]["status"] == "failed" and cells[key]["log_tail"] is not None, key
+    assert "injected failure" in cells[("tf1.14", "fault_raise", "eager")]["log_tail"]
+    assert cells[("tf1.14", "small", "graph")]["status"] == "ok"
+    assert cells[("tf1.14", "small", "eager")]["status"] == "ok"
+    broken = [r for r in cells.values() if r["env"] == "broken-yaml"]
+    assert broken and all("broken-yaml.yaml" in r["reason"] for r in broken)
+    nopy = [r for r in cells.values() if r["env"] == "no-python"]
+    assert nopy and all("no Python 3.2 found" in r["reason"] for r in nopy)
+    nopin = [r for r in cells.values() if r["env"] == "no-such-pin"]
+    assert nopin and all("tensorflow==0.0.1" in r["reason"] + r["log_tail"] for r in nopin)
+    assert all(r["status"] == "failed" for r in broken + nopy + nopin)
+    table = pd.read_csv(tmp_path / "work" / "results/tables/cells.csv")
+    assert len(table) == len(cells)
+    html = (tmp_path / "work" / "results/report.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert "SIGSEGV" in html and "no-python" in html
+
+
+def _valid_results(work):
+    """Every result file that exists is whole: the rename is the commit point."""
+    found = 0
+    for path in glob.glob(str(Path(work) / "results" / "cells" / "*" / "*" / "*.json")):
+        json.loads(Path(path).read_text())
+        found += 1
+    return found
+
+
+def test_kill_minus_nine_mid_study_then_rerun(tmp_path):
+    config = quick_config(envs=["tf1.14"], stop={"rule": "fixed", "iterations": 150},
+                          grids=[{"name": "g", "pairs": [["small", "small"]],
+                                  "keras": ["tf.keras"], "modes": ["eager", "graph"],
+                                  "apis": ["train_on_batch", "fit"], "inputs": ["numpy"]}])
+    cfg = write_config(tmp_path / "c.yaml", config)
+    work = tmp_path / "work"
+    cmd = [SNAKEMAKE, "--cores", "2", "--directory", str(work), "--configfile", str(cfg)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and _valid_results(work) < 1:
+        time.sleep(0.5)
+    time.sleep(2)  # a cell is running now
+    os.killpg(proc.pid, signal.SIGKILL)  # Snakemake, the supervisor and the cell process
+    proc.wait()
+    done_before = {name: r["started_utc"] for name, r in cell_records(work).items()}
+    assert 1 <= len(done_before) < 4
+    assert _valid_results(work) == len(done_before)
+    unlocked = snakemake(work, cfg, "--unlock")
+    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
+    snakemake(work, cfg, "--cores", "2", check=True)
+    after = cell_records(work)
+    assert len(after) == 4 and all(r["status"] == "ok" for r in after.values())
+    for name, started in done_before.items():
+        assert after[name]["started_utc"] == started, "%s ran again" % name
+
+
+def test_second_study_in_same_directory_is_refused(tmp_path):
+    config = quick_config(envs=["tf1.14"], allow_fault_models=True, cell_timeout_s=60,
+                          grids=[{"name": "g", "pairs": [["fault_hang", "small"]],
+                                  "keras": ["tf.keras"], "modes": ["eager"],
+                                  "apis": ["train_on_batch"], "inputs": ["numpy"]}])
+    cfg = write_config(tmp_path / "c.yaml", config)
+    work = tmp_path / "work"
+    cmd = [SNAKEMAKE, "--cores", "1", "--directory", str(work), "--configfile", str(cfg)]
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not glob.glob(str(work / ".snakemake/locks/*")):
+            time.sleep(0.3)
+        second = snakemake(work, cfg, "--cores", "1")
+        assert second.returncode != 0
+        assert "cannot be locked" in second.stdout + second.stderr
+        assert "--unlock" in second.stdout + second.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
