@@ -4,6 +4,7 @@
 rule tabulate_cells:
     input:
         cells=cell_files(),
+        others=other_machine_cells,
     output:
         cells_csv=report(
             "results/tables/cells.csv",
@@ -27,9 +28,7 @@ rule tabulate_cells:
     conda:
         "../envs/workflow/driver.yaml"
     params:
-        cells_root=cells_root,
         machine=MACHINE,
-        machines=machines_in_report(),
         reference_env=config["reference_env"],
         noisy_threshold=config.get("noisy_threshold", 0.1),
         level=config["stop"].get("level", 0.95),

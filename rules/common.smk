@@ -228,18 +228,15 @@ TABLES = [
     "fit_vs_train_on_batch",
     "gpu_vs_cpu",
     "frameworks",
+    "machines",
     "versions",
     "guidance",
 ]
 
 
-def cells_root(wildcards, input):
-    """results/cells, derived from the inputs (other machines' folders sit beside this one's)."""
-    return str(Path(input.cells[0]).parents[2])
-
-
-def machines_in_report():
-    return config.get("machines", "all")
+def other_machine_cells(wildcards):
+    """Cell files copied in from other machines (results/cells/<key>/), per config `machines`."""
+    return tfcells.other_machine_files("results/cells", MACHINE, config.get("machines", "all"))
 
 
 def final_outputs():

@@ -6,6 +6,7 @@ rule render_report:
         cells_csv="results/tables/cells.csv",
         tables=expand("results/tables/{table}.csv", table=TABLES),
         cells=cell_files(),
+        others=other_machine_cells,
         template=str(REPO / "report" / "template.html.j2"),
     output:
         html=report(

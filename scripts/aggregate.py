@@ -64,7 +64,7 @@ FACTOR_TABLES = {
 # package (what tf.keras was before TF 2.16); and the private tensorflow.python.keras that the
 # seed warns "can run 10-100x slower" vs tf.keras.
 KERAS_PAIRS = (("keras", "tf.keras"), ("keras3", "tf_keras"), ("tf.python.keras", "tf.keras"))
-TABLES = list(FACTOR_TABLES) + ["frameworks", "versions", "guidance"]
+TABLES = list(FACTOR_TABLES) + ["frameworks", "machines", "versions", "guidance"]
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
            "significant", "verdict", "mw_p", "n_left", "n_right"]
@@ -172,27 +172,6 @@ def load_cells(files: Iterable[Path | str], validator=None) -> list[dict]:
         seen[key] = path
         records.append(doc)
     return records
-
-
-def other_machine_files(cells_root: Path | str, machine: str, machines) -> list[Path]:
-    """Cell files of machines other than this one that the tables include: every folder under
-    `cells_root` for "all", else the listed keys. This machine's files are the rule's inputs."""
-    root = Path(cells_root)
-    if machines == "all":
-        keys = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    else:
-        keys = list(machines or [])
-        for key in keys:
-            if not (root / key).is_dir():
-                log.warning("machine %r is listed in config 'machines' but %s does not exist",
-                            key, root / key)
-    files = []
-    for key in keys:
-        if key == machine:
-            continue
-        files += sorted(p for p in (root / key).glob("*/*.json")
-                        if p.is_file() and _CELL_FILE.match(p.name))
-    return files
 
 
 def apply_machine_peaks(cells: pd.DataFrame) -> pd.DataFrame:
@@ -669,6 +648,8 @@ ABOUT_SHEETS = {
                   "the TF reference (right): the newest TF 2 env's eager cell with numpy input, "
                   "a custom loop where there is one, else fit, else any API (matmul); tf.keras "
                   "before Keras 3, tf_keras and no Keras.",
+    "machines": "The same cell (env and every axis) on two machines, when results of several "
+                "machines are combined. Left = the first machine key in alphabetical order.",
     "versions": "Median time per step of each configuration in every env, envs in version "
                 "order: the performance history across TF versions. fastest_env names the "
                 "fastest.",
@@ -680,8 +661,8 @@ ABOUT_SHEETS = {
              "FLOP/s and provenance.",
 }
 ABOUT_WIDTH = 110
-SHEET_ORDER = ["about", "seed_view", *FACTOR_TABLES, "frameworks", "versions", "guidance",
-               "cells"]
+SHEET_ORDER = ["about", "seed_view", *FACTOR_TABLES, "frameworks", "machines", "versions",
+               "guidance", "cells"]
 
 
 class _ConfigDumper(yaml.SafeDumper):
@@ -924,6 +905,27 @@ def workbook_sheets(tables: Mapping[str, pd.DataFrame], cells: pd.DataFrame,
     return sheets
 
 
+def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    """The same cell (env and every axis) on two machines; left is the first machine key in
+    alphabetical order. Empty when the study holds one machine's results."""
+    ok = _ok(cells)
+    match = ["env", *AXES]
+    columns = ["env", "framework_version", *AXES, "left_machine", "right_machine", *METRICS,
+               "left_cell_id", "right_cell_id"]
+    rows = []
+    pairs = ok.merge(ok, on=match, suffixes=("_l", "_r"))
+    pairs = pairs[pairs["machine_l"] < pairs["machine_r"]]
+    for rec in pairs.to_dict("records"):
+        result = comparer((rec["machine_l"], rec["env"], rec["cell_id_l"]),
+                          (rec["machine_r"], rec["env"], rec["cell_id_r"]))
+        row = {c: rec[c] for c in match}
+        row.update(framework_version=rec["framework_version_l"], left_machine=rec["machine_l"],
+                   right_machine=rec["machine_r"], left_cell_id=rec["cell_id_l"],
+                   right_cell_id=rec["cell_id_r"], **{m: result[m] for m in METRICS})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 def build_tables(cells: pd.DataFrame, samples: Mapping, reference_env: str, level: float = 0.95,
                  n_boot: int = 2000) -> dict[str, pd.DataFrame]:
     """Every table of TABLES from the pooled cells and their samples."""
@@ -935,6 +937,7 @@ def build_tables(cells: pd.DataFrame, samples: Mapping, reference_env: str, leve
             tables[name] = factor_table(cells, comparer, factor, left, right, envs)
     tables["keras_vs_tfkeras"] = keras_table(cells, comparer, envs)
     tables["frameworks"] = frameworks_table(cells, comparer, envs)
+    tables["machines"] = machines_table(cells, comparer, envs)
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)
     return {name: tables[name] for name in TABLES}
@@ -984,9 +987,8 @@ def _run_snakemake(smk) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     params = smk.params
-    cells_root = Path(params.cells_root)
-    files = list(smk.input.cells) + other_machine_files(cells_root, params.machine,
-                                                        params.machines)
+    # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.
+    files = list(smk.input.cells) + list(smk.input.others)
     tables = {Path(p).stem: p for p in smk.output.tables}
     main(files, smk.output.cells_csv, smk.output.xlsx, tables, params.reference_env,
          noisy_threshold=params.noisy_threshold,

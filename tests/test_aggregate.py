@@ -435,10 +435,11 @@ def test_other_machine_files(tmp_path):
     (theirs.parent / (".cell-abc.json")).write_text("{")  # a runner's temporary file
     (theirs.parent / ("." + theirs.name + ".x1.tmp")).write_text("{")
     (root / "other" / "round0.done").write_text("")
-    assert aggregate.other_machine_files(root, MACHINE, "all") == [theirs]
-    assert aggregate.other_machine_files(root, MACHINE, ["other"]) == [theirs]
-    assert aggregate.other_machine_files(root, MACHINE, []) == []
-    assert mine not in aggregate.other_machine_files(root, MACHINE, [MACHINE, "other"])
+    found = tfcells.other_machine_files(str(root), MACHINE, "all")
+    assert found == [str(theirs)]
+    assert tfcells.other_machine_files(str(root), MACHINE, ["other"]) == [str(theirs)]
+    assert tfcells.other_machine_files(str(root), MACHINE, []) == []
+    assert str(mine) not in tfcells.other_machine_files(str(root), MACHINE, [MACHINE, "other"])
 
 
 # --- guidance and the seed view -----------------------------------------------------------------
@@ -563,15 +564,15 @@ def test_snakemake_entry(tmp_path):
     root = tmp_path / "results" / "cells"
     mine = [write_cell(root, "tf1.14", mode="graph", median=0.01),
             write_cell(root, "tf2.0", mode="graph", median=0.02)]
-    write_cell(root, "tf2.0", mode="graph", median=0.03, machine="other")
+    theirs = write_cell(root, "tf2.0", mode="graph", median=0.03, machine="other")
     out = tmp_path / "results" / "tables"
     smk = types.SimpleNamespace(
-        input=types.SimpleNamespace(cells=[str(p) for p in mine]),
+        input=types.SimpleNamespace(cells=[str(p) for p in mine], others=[str(theirs)]),
         output=types.SimpleNamespace(
             cells_csv=str(out / "cells.csv"), xlsx=str(tmp_path / "results" / "study.xlsx"),
             tables=[str(out / f"{n}.csv") for n in aggregate.TABLES]),
         log=[str(tmp_path / "logs" / "tabulate.log")],
-        params=types.SimpleNamespace(cells_root=str(root), machine=MACHINE, machines="all",
+        params=types.SimpleNamespace(machine=MACHINE,
                                      reference_env="tf1.14", noisy_threshold=0.1, level=0.95,
                                      config={"machine": "auto", "reference_env": "tf1.14"}))
     (tmp_path / "logs").mkdir()

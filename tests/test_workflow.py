@@ -184,3 +184,45 @@ def test_second_study_in_same_directory_is_refused(tmp_path):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
+
+
+def test_gpu_cells_are_skipped_without_a_gpu(tmp_path):
+    config = quick_config(envs=["tf1.15-gpu"], reference_env="tf1.15-gpu",
+                          grids=[{"name": "g", "pairs": [["small", "small"]],
+                                  "keras": ["tf.keras"], "modes": ["graph"],
+                                  "apis": ["train_on_batch"], "inputs": ["numpy"],
+                                  "devices": ["cpu", "gpu"]}])
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "c.yaml", config), "--cores", "2", check=True)
+    cells = {r["device"]: r for r in cell_records(work).values()}
+    assert cells["cpu"]["status"] == "ok"
+    assert cells["gpu"]["status"] == "skipped"
+    assert "no GPU visible" in cells["gpu"]["reason"]
+
+
+def test_two_machines_in_one_report(quick_run, tmp_path):
+    """Cell files copied in from another machine join the tables with machine as a factor."""
+    work, _ = quick_run
+    other = tmp_path / "work"
+    subprocess.run(["cp", "-a", str(work), str(other)], check=True)
+    mine = next((other / "results" / "cells").iterdir())
+    theirs = mine.parent / "other-box-8c"
+    theirs.mkdir()
+    for path in mine.glob("*/*.json"):
+        record = json.loads(path.read_text())
+        record["machine"] = "other-box-8c"
+        if "samples_s" in record:  # a slower machine
+            record["samples_s"] = [2 * s for s in record["samples_s"]]
+            for key in ("median_s", "ci_low_s", "ci_high_s", "mean_s", "min_s"):
+                record["summary"][key] *= 2
+        target = theirs / path.parent.name / path.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(json.dumps(record))
+    snakemake(other, REPO / "tests" / "quick.yaml", "--cores", "2", check=True)
+    table = pd.read_csv(other / "results/tables/cells.csv")
+    assert set(table.machine) == {mine.name, "other-box-8c"}
+    assert len(table) == 2 * len(pd.read_csv(work / "results/tables/cells.csv"))
+    graph = pd.read_csv(other / "results/tables/graph_vs_eager.csv")
+    assert set(graph.machine) == {mine.name, "other-box-8c"}
+    html = (other / "results/report.html").read_text()
+    assert "other-box-8c" in html

@@ -42,6 +42,23 @@ def cell_path(machine, env, cell, repeat):
     return "results/cells/%s/%s/%s.r%d.json" % (machine, env, cell_id(cell), repeat)
 
 
+def other_machine_files(cells_root, machine, machines="all"):
+    """Cell files of machines other than `machine` under `cells_root` (results/cells) that a study
+    includes: every machine folder for "all", else the listed keys. Sorted, for a stable DAG."""
+    import glob
+    import os
+
+    if machines == "all":
+        keys = sorted(os.listdir(cells_root)) if os.path.isdir(cells_root) else []
+    else:
+        keys = list(machines or [])
+    files = []
+    for key in keys:
+        if key != machine:
+            files += sorted(glob.glob(os.path.join(cells_root, key, "*", "*.r[0-9]*.json")))
+    return files
+
+
 def why_not(env, cell):
     """None if the cell can exist in this env, else a short reason it is not enumerated.
 

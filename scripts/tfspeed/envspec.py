@@ -58,6 +58,7 @@ def parse_spec(name, doc, path="envs/%s.yaml"):
     if not pip_lines:
         raise SpecError("%s: no 'pip:' section with pinned packages" % where)
     pins = {}
+    extras = set()
     options = []
     for line in pip_lines:
         if line.startswith("-"):
@@ -67,16 +68,19 @@ def parse_spec(name, doc, path="envs/%s.yaml"):
         if not match:
             raise SpecError("%s: pip line %r is not pinned exactly (use name==version)" % (where, line))
         pins[match.group(1).lower().replace("_", "-")] = match.group(3)
+        if match.group(2):
+            extras.update(x.strip() for x in match.group(2).strip("[]").split(","))
     variables = doc.get("variables") or {}
     if not isinstance(variables, dict):
         raise SpecError("%s: 'variables:' must be a mapping" % where)
     return describe(name, python, pins, options, conda_pkgs,
-                    {str(k): str(v) for k, v in variables.items()})
+                    {str(k): str(v) for k, v in variables.items()}, extras)
 
 
-def describe(name, python, pins, options, conda_pkgs, variables):
+def describe(name, python, pins, options, conda_pkgs, variables, extras=()):
     tf_pkg = next((p for p in TF_PACKAGES if p in pins), None)
-    gpu = ("tensorflow-gpu" in pins or any(p.startswith("nvidia-") for p in pins)
+    gpu = ("tensorflow-gpu" in pins or "and-cuda" in extras
+           or any(p.startswith("nvidia-") for p in pins)
            or any(c.split("=")[0] in ("cudatoolkit", "cudnn", "cuda-toolkit") for c in conda_pkgs))
     facts = {
         "name": name, "python": python, "pins": pins, "pip_options": options,
