@@ -21,6 +21,14 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# Light rules run where Snakemake runs (on a cluster: the submit host, whose machine key planned
+# the study); timing jobs and env builds go to the executor.
+localrules:
+    finish_round,
+    tabulate_cells,
+    render_report,
+
+
 rule all:
     default_target: True
     input:

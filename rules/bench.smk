@@ -30,7 +30,7 @@ rule run_cell:
 
 rule finish_round:
     input:
-        cells=lambda wildcards: cell_files(int(wildcards.rep)),
+        cells=lambda wildcards: cell_files(int(wildcards.rep), wildcards.machine),
     output:
         done=touch("results/cells/{machine}/round{rep}.done"),
     log:

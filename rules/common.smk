@@ -168,10 +168,12 @@ if not CELLS:
     config_error("grids", "the grids hold no cell that can exist in the study's envs")
 
 
-def cell_files(rep=None):
+def cell_files(rep=None, machine=None):
+    """This study's cell files (all repeats, or one), under this machine's key unless told."""
     reps = range(config.get("repeats", 1)) if rep is None else [rep]
+    machine = machine or MACHINE
     return [
-        tfcells.cell_path(MACHINE, env, cell, r) for r in reps for env, cell in CELLS
+        tfcells.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS
     ]
 
 
@@ -210,7 +212,7 @@ def cell_inputs(wildcards):
     rep = int(wildcards.rep)
     if rep > 0:
         out["previous_round"] = ancient(
-            "results/cells/%s/round%d.done" % (MACHINE, rep - 1)
+            "results/cells/%s/round%d.done" % (wildcards.machine, rep - 1)
         )
     return out
 
@@ -236,7 +238,9 @@ TABLES = [
 
 def other_machine_cells(wildcards):
     """Cell files copied in from other machines (results/cells/<key>/), per config `machines`."""
-    return tfcells.other_machine_files("results/cells", MACHINE, config.get("machines", "all"))
+    return tfcells.other_machine_files(
+        "results/cells", MACHINE, config.get("machines", "all")
+    )
 
 
 def final_outputs():

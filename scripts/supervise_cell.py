@@ -132,7 +132,8 @@ def supervise(args):
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if cell["device"] == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
-    fd, tmp = tempfile.mkstemp(prefix=".cell-", suffix=".json", dir=os.path.dirname(args.out))
+    # The cell process writes here first; only the supervisor writes into results/ (atomically).
+    fd, tmp = tempfile.mkstemp(prefix="tfspeed-cell-", suffix=".json")
     os.close(fd)
     os.unlink(tmp)
     cmd = [child_python(manifest, args.conda), os.path.join(HERE, "run_cell.py"),
