@@ -4,12 +4,14 @@
                  against a bare loop, over the small cell's median step time.   goal <= 1e-4
   ci_rel_median  median over the quick preset's cells of CI half-width / median under the
                  default adaptive rule.                                           goal <= 0.02
-  spread_ours    the small/small tf.keras eager train_on_batch cell in 5 fresh processes: relative
-  spread_seed    spread (max - min) / median of our per-process median vs the seed's mean of 200
-                 time()-timed calls, from the same processes.                     goal ours <= seed/3
+  spread_ours    the small/small tf.keras eager train_on_batch cell measured 5 times: relative
+  spread_seed    spread (max - min) / median of our estimate (the median pooled over --pool fresh
+                 processes, as `repeats:` pools them) vs the seed's estimate (the time()-style mean
+                 of 200 calls in one process). spread_single is ours from one process, for
+                 comparison.                                                      goal ours <= seed/3
   timed_share    the share of the quick study's wall time spent inside timed loops.
 
-Usage: python scripts/selfbench.py [--processes 5] [--skip-study]. Writes results/selfbench.json.
+Usage: python scripts/selfbench.py [--processes 5] [--pool 3] [--skip-study]. Writes results/selfbench.json.
 Run it on an otherwise idle machine: it times things.
 """
 import argparse
@@ -66,7 +68,8 @@ def cell_files(workdir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=5, help="estimates to compare")
+    parser.add_argument("--pool", type=int, default=3, help="processes pooled per estimate")
     parser.add_argument("--skip-study", action="store_true", help="reuse build/selfbench")
     args = parser.parse_args()
     default = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -85,12 +88,17 @@ def main():
     timed = sum(c["timed_wall_s"] for c in cells)
     print("quick study, adaptive rule: %d ok cells, CI half-width / median: median %.4f, "
           "max %.4f" % (len(cells), statistics.median(rel), rel[-1]))
-    if args.skip_study:
-        wall = sum(walls)  # nothing ran: the cells' own wall times stand in for the study's
+    previous = REPO / "results" / "selfbench.json"
+    if args.skip_study and previous.exists():
+        # nothing ran now: the wall time of the run that made these cells
+        wall = json.loads(previous.read_text()).get("study_wall_s", sum(walls))
+    elif args.skip_study:
+        wall = sum(walls)  # the cells' own wall times stand in for the study's
     print("timed loops %.1f s of %.1f s study wall time" % (timed, wall))
 
     # 2. 5 fresh processes of the small cell: our median vs the seed's mean of 200 calls
-    spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200), repeats=args.processes,
+    spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200),
+                      repeats=args.processes * args.pool,
                       grids=[{"name": "spread", "envs": [quick["reference_env"]],
                               "pairs": [["small", "small"]], "keras": ["tf.keras"],
                               "modes": ["eager"], "apis": ["train_on_batch"],
@@ -98,9 +106,14 @@ def main():
     (WORK / "spread.yaml").write_text(yaml.safe_dump(spread_cfg))
     subprocess.run(["rm", "-rf", str(WORK / "spread" / "results")], check=True)
     run_study(WORK / "spread.yaml", WORK / "spread")
-    procs = [c for c in cell_files(WORK / "spread") if c["status"] == "ok"]
-    ours = [c["summary"]["median_s"] for c in procs]
-    seed = [statistics.mean(c["samples_s"][:200]) for c in procs]
+    procs = sorted((c for c in cell_files(WORK / "spread") if c["status"] == "ok"),
+                   key=lambda c: c["repeat"])
+    groups = [procs[i:i + args.pool] for i in range(0, len(procs), args.pool)]
+    groups = [g for g in groups if len(g) == args.pool]
+    # repeats r, r+1, ... of one group ran one after the other (rounds), like `repeats:` does
+    ours = [statistics.median([s for c in g for s in c["samples_s"]]) for g in groups]
+    seed = [statistics.mean(g[0]["samples_s"][:200]) for g in groups]
+    single = [g[0]["summary"]["median_s"] for g in groups]
 
     def spread(values):
         return (max(values) - min(values)) / statistics.median(values)
@@ -113,9 +126,12 @@ def main():
         "ci_rel_median": statistics.median(rel),
         "spread_ours": spread(ours),
         "spread_seed": spread(seed),
+        "spread_single": spread(single),
+        "pool": args.pool,
         "timed_share": timed / wall,
         "small_cell_median_s": small_median,
         "processes": len(procs),
+        "estimates": len(groups),
         "quick_cells": len(cells),
         "study_wall_s": wall,
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -123,8 +139,11 @@ def main():
     }
     print("harness overhead per sample %.1f ns = %.2e of the small cell's median %.2f ms"
           % (overhead * 1e9, figures["overhead_rel"], small_median * 1e3))
-    print("5-process spread: ours %.3f, seed's 200-call mean %.3f" % (figures["spread_ours"],
-                                                                      figures["spread_seed"]))
+    print("spread of %d estimates: ours (median pooled over %d processes) %.3f, ours from one "
+          "process %.3f, seed's 200-call mean %.3f" % (len(groups), args.pool,
+                                                       figures["spread_ours"],
+                                                       figures["spread_single"],
+                                                       figures["spread_seed"]))
     write_json(str(REPO / "results" / "selfbench.json"), figures)
     print(json.dumps(figures, sort_keys=True))
 

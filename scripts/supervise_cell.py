@@ -147,6 +147,8 @@ def supervise(args):
         code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb)
         prov["cell_wall_s"] = time.monotonic() - t0
         prov["load_after"] = provenance.load_average()
+        # clocks and temperature after the cell: a GPU that heated up shows here
+        prov["gpus_after"] = provenance.gpu_info()
     prov["peak_rss_mb"] = peak
     result = None
     if os.path.exists(tmp):

@@ -50,6 +50,11 @@ def test_quick_study_outputs(quick_run):
     assert set(ok["mode"]) >= {"eager", "graph", "xla", "function"}
     assert set(ok.api) >= {"train_on_batch", "fit", "custom_loop"}
     assert set(ok.input) == {"numpy", "tfdata"}
+    # the other seeds' systems: PyTorch's own loop, Keras 3 on JAX, XLA, seed 004's matmul
+    assert set(ok.framework) == {"tensorflow", "torch", "jax"}
+    assert not ok[(ok.framework == "jax") & (ok.keras == "keras3")].empty
+    assert not ok[(ok.framework == "torch") & (ok.api == "custom_loop")].empty
+    assert set(ok[ok.api == "matmul"]["mode"]) == {"numpy", "eager"}
     assert (ok.median_s > 0).all() and (ok.ci_low_s <= ok.median_s).all()
     assert (ok.median_s <= ok.ci_high_s).all() and (ok.first_call_s > 0).all()
     assert (ok.n_samples >= 12).all()
@@ -229,3 +234,13 @@ def test_two_machines_in_one_report(quick_run, tmp_path):
     assert set(graph.machine) == {mine.name, "other-box-8c"}
     html = (other / "results/report.html").read_text()
     assert "other-box-8c" in html
+
+
+def test_snakemake_report(quick_run):
+    """Snakemake's own report: outputs marked with report(...), captions from report/*.rst."""
+    work, _ = quick_run
+    out = work / "results" / "snakemake-report.html"
+    snakemake(work, REPO / "tests" / "quick.yaml", "--report", str(out), check=True)
+    text = out.read_text(errors="replace")
+    assert out.stat().st_size > 10000
+    assert "cells.csv" in text and "report.html" in text

@@ -39,7 +39,7 @@ def keras_module(tf, flavour):
         # seed 000 warns this private copy can be 10-100x slower than tf.keras
         try:
             from tensorflow.python import keras
-            keras.layers, keras.models, keras.optimizers, keras.callbacks  # noqa: B018
+            keras.layers, keras.models, keras.optimizers.Adam, keras.callbacks  # noqa: B018
         except (ImportError, AttributeError) as exc:
             raise Unsupported("tensorflow.python.keras is not usable here: %s" % exc) from exc
     elif flavour == "tf_keras":
