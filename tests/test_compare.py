@@ -2,9 +2,10 @@
 
 import json
 
-import compare
 import numpy as np
 import pytest
+
+import compare
 from tfspeed import stats
 
 # --- the seed's % -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tfspeed import stats
 
 STATS_PY = Path(stats.__file__)
