@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
 
 BIN = Path(sys.executable).parent
