@@ -395,22 +395,18 @@ def test_report_in_chromium(rendered):
 
 
 @needs_chromium
-def test_real_quick_report_in_chromium(tmp_path):
-    """When the quick preset has run (make quick), render its real results and open them."""
-    results = REPO / "build" / "quick" / "results"
-    if not (results / "tables" / "cells.csv").exists():
-        pytest.skip("no quick study results under build/quick/results (run `make quick`)")
-    cell_files = sorted(str(p) for p in (results / "cells").rglob("*.json"))
-    tables = {p.stem: str(p) for p in (results / "tables").glob("*.csv") if p.stem != "cells"}
-    out = tmp_path / "report.html"
-    info = report.render(str(results / "tables" / "cells.csv"), tables, cell_files,
-                         str(TEMPLATE), str(out), "quick", {}, None)
-    assert info["section_errors"] == {}
+@pytest.mark.e2e
+def test_real_quick_report_in_chromium(quick_run):
+    """The report the workflow rendered from the quick preset's real cells, opened in Chromium."""
+    work, _ = quick_run
+    out = work / "results" / "report.html"
     shots = REPO / "build" / "report-test"
     shots.mkdir(parents=True, exist_ok=True)
     result = browser.inspect(out, screenshot=shots / "quick-report-top.png")
     assert result["errors"] == [] and browser.outside_requests(result) == []
+    assert result["dialogs"] == []
     assert result["dom"]["sections"] == SECTION_IDS
+    assert out.stat().st_size < 10 * 2**20
 
 
 # ----------------------------------------------------------------------------- make publish

@@ -25,14 +25,6 @@ def cell_records(workdir):
             if not p.name.startswith(".")}
 
 
-@pytest.fixture(scope="session")
-def quick_run(tmp_path_factory):
-    """The quick preset, once per test session: what `make quick` does, in a fresh directory."""
-    work = tmp_path_factory.mktemp("quick")
-    proc = snakemake(work, REPO / "tests" / "quick.yaml", "--cores", "2", check=True)
-    return work, proc
-
-
 def test_quick_study_outputs(quick_run):
     work, _ = quick_run
     for name in ("results/tables/cells.csv", "results/study.xlsx", "results/report.html"):
