@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
@@ -16,9 +17,8 @@ from tfspeed import envspec, models, provenance  # noqa: E402
 from tfspeed.locks import default_lock_path  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
-USE_CONDA = bool(getattr(workflow.deployment_settings, "use_conda", False)) or (
-    "conda" in str(getattr(workflow.deployment_settings, "deployment_method", ""))
-)
+# With --sdm conda, cells run in Snakemake's conda envs made from the same files; else in our venvs.
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
 def load_env_specs():

@@ -454,15 +454,12 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
                                alpha=0.8, linewidths=0)
                 seen.setdefault(mode, h)
             if ycol == "achieved":
-                # The matmul probe runs per env (each TF build has its own kernels): a dash at
-                # each env's peak, the machine's where an env has none.
+                # A dash at the machine's attainable FLOP/s (its fastest matmul cell).
                 for env, x in xpos.items():
                     sub = part[part["env"] == env]
-                    peak = float(ncol(sub, "peak_flops").median()) if len(sub) else math.nan
-                    if math.isnan(peak):
-                        known = [peaks.get(m, math.nan) for m in sub["machine"].unique()]
-                        known = [p for p in known if not math.isnan(p)]
-                        peak = max(known) if known else math.nan
+                    known = [peaks.get(text(m), math.nan) for m in sub["machine"].unique()]
+                    known = [p for p in known if not math.isnan(p)]
+                    peak = max(known) if known else math.nan
                     if not math.isnan(peak):
                         ax.hlines(peak * scale, x - 0.4, x + 0.4, color="k", linestyle="--",
                                   linewidth=0.9)
@@ -934,37 +931,13 @@ def achieved_flops(df: pd.DataFrame) -> pd.Series:
     return ach.where(ach.notna(), fallback)
 
 
-def measured_peaks(cells: pd.DataFrame, recs: list[dict]) -> dict:
-    """machine -> attainable FLOP/s from the matmul probe: a peak column where the tables have
-    one, else achieved / efficiency, else a peak recorded in a cell file; NaN when unknown."""
-    peaks = {}
-    machines = sorted({text(m) for m in col(cells, "machine").dropna()} | {
-        text(r.get("machine")) for r in recs})
-    for machine in machines:
-        part = cells[col(cells, "machine").map(text) == machine] if len(cells) else cells
-        peak = math.nan
-        for name in ("peak_flops", "attainable_flops", "probe_flops"):
-            values = ncol(part, name).dropna()
-            if len(values):
-                peak = float(values.median())
-                break
-        if math.isnan(peak) and len(part):
-            est = (achieved_flops(part) / ncol(part, "efficiency")).replace(
-                [np.inf, -np.inf], np.nan).dropna()
-            if len(est):
-                peak = float(est.median())
-        if math.isnan(peak):
-            for rec in recs:
-                if text(rec.get("machine")) != machine:
-                    continue
-                for holder in (rec, rec.get("framework_facts") or {}, rec.get("provenance") or {}):
-                    for name in ("peak_flops", "matmul_peak_flops", "attainable_flops"):
-                        if not math.isnan(num(holder.get(name))):
-                            peak = num(holder.get(name))
-                if not math.isnan(peak):
-                    break
-        peaks[machine] = peak
-    return peaks
+def measured_peaks(cells: pd.DataFrame) -> dict:
+    """machine -> attainable FLOP/s: the `peak_flops` that aggregation put on every cell of a
+    machine (its fastest matmul cell); NaN for a machine without a matmul cell."""
+    if not len(cells):
+        return {}
+    peaks = ncol(cells, "peak_flops").groupby(col(cells, "machine").map(text)).max()
+    return {machine: float(peak) for machine, peak in peaks.items()}
 
 
 def time_table(ok: pd.DataFrame, peaks: dict) -> dict:
@@ -1259,7 +1232,7 @@ def build_context(cells_csv, tables, cell_files, machine, config, selfbench_path
     order = env_order(cells, versions)
     status = col(cells, "status").map(text)
     ok = cells[status == "ok"] if len(cells) else cells
-    peaks = measured_peaks(cells, recs)
+    peaks = measured_peaks(cells)
     facts = machine_facts(recs)
 
     def verdict():

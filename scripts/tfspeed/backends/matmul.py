@@ -19,19 +19,20 @@ def prepare(cell, rule):
         return Prepared(step=lambda: float(np.dot(a, b)[0, 0]), facts={"matmul_n": n})
     if cell["device"] == "gpu":
         raise Unsupported("matmul on gpu is measured by GPU builds only")
-    import importlib
-
     framework = cell.get("framework", "tensorflow")
     if framework == "tensorflow":
-        tf = importlib.import_module("tensorflow")
+        import tensorflow as tf
+
         return _tensorflow(tf, a, b, mode)
     if framework == "torch":
-        torch = importlib.import_module("torch")
+        import torch
+
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
         fn = torch.compile(torch.matmul) if mode == "compile" else torch.matmul
         return Prepared(step=lambda: float(fn(ta, tb)[0, 0].item()),
                         facts={"torch_version": torch.__version__})
-    jax = importlib.import_module("jax")
+    import jax
+
     ja, jb = jax.numpy.asarray(a), jax.numpy.asarray(b)
     fn = jax.jit(jax.numpy.dot) if mode == "xla" else jax.numpy.dot
     return Prepared(step=lambda: float(np.asarray(fn(ja, jb))[0, 0]),
