@@ -18,13 +18,16 @@ rule run_cell:
         cell=cell_params,
         rule=rule_params,
         manifest=manifest_arg,
-        timeout=config.get("cell_timeout_s", 900),
-        memory=config.get("cell_memory_mb", 16000),
+        timeout=config["cell_timeout_s"],
+        memory=config["cell_memory_mb"],
+        threads=config["threads"],
+        foreign=config["foreign_cpu_max_share"],
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --cell {params.cell:q} --rule {params.rule:q}"
         " {params.manifest} --env {wildcards.env} --machine {wildcards.machine}"
         " --repeat {wildcards.rep} --timeout-s {params.timeout} --memory-mb {params.memory}"
+        " --threads {params.threads} --foreign-cpu-max-share {params.foreign}"
         " --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
 
 

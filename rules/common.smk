@@ -178,8 +178,9 @@ def cell_files(rep=None, machine=None):
 
 
 def stop_rule(model):
+    """The runner's stopping rule: every value from config (the schema fills the defaults)."""
     stop = dict(config["stop"])
-    iterations = stop.pop("iterations", "seed")
+    iterations = stop.pop("iterations")
     if iterations == "seed":
         iterations = models.SEED_ITERATIONS.get(model, 10)
     return {"kind": stop.pop("rule"), "iterations": iterations, **stop}

@@ -76,7 +76,9 @@ CELL_COLUMNS = [
     "ci_rel_halfwidth", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
     "drift", "drift_p", "drift_ratio", "between_rel_spread", "retraces", "stopped_by",
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
-    "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id",
+    "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
+    "warmup_calls", "warmup_capped", "too_few_samples", "foreign_cpu_share", "foreign_cpu_flag",
+    "threads",
 ]
 
 # The values each axis may take: tfspeed.cells is the one place that says (the schema checks the
@@ -181,7 +183,10 @@ def apply_machine_peaks(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty or "achieved_flops" not in cells:
         return cells
     ok = cells[(cells["status"] == "ok") & (cells["api"] == "matmul")]
-    peaks = ok.groupby("machine")["achieved_flops"].max()
+    # The best process, not the pooled median: a peak is what the machine can do, and a process
+    # that drew a worse memory layout or a busier neighbour says less about that.
+    best = ok["flops_per_step"] / ok["best_process_median_s"]
+    peaks = best.groupby(ok["machine"]).max()
     for machine, peak in peaks.items():
         if peak and peak > 0:
             mask = cells["machine"] == machine
@@ -234,6 +239,27 @@ def _sort(df: pd.DataFrame, envs: Sequence[str], order: Sequence[str] = _SORT_OR
 
 def _first(values: Iterable):
     return next((v for v in values if v is not None), None)
+
+
+def _median_or_none(values: Iterable) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def _threads_text(threads: dict | None) -> str | None:
+    """'intra 0, inter 0, BLAS 2, OS 9' (0 = the framework's own choice), 'pinned N' first."""
+    if not threads:
+        return None
+    parts = ["pinned %d" % threads["pinned"]] if threads.get("pinned") else []
+    for key, label in (("intra_op_threads", "intra"), ("inter_op_threads", "inter")):
+        if threads.get(key) is not None:
+            parts.append(f"{label} {threads[key]}")
+    blas = sorted(set((threads.get("blas") or {}).values()))
+    if blas:
+        parts.append("BLAS " + "/".join(map(str, blas)))
+    if threads.get("os_threads") is not None:
+        parts.append(f"OS {threads['os_threads']}")
+    return ", ".join(parts)
 
 
 def _gpu_name(prov: dict) -> str | None:
@@ -299,7 +325,16 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
                 [np.asarray(r["samples_s"], dtype=float) for r in oks])
             retraces = [r.get("retraces_during_timing") for r in oks]
             median = pooled["median_s"]
+            shares = [(r.get("cpu_window") or {}).get("foreign_cpu_share") for r in oks]
+            shares = [x for x in shares if x is not None]
             row.update({
+                "best_process_median_s": min(float(np.median(r["samples_s"])) for r in oks),
+                "warmup_calls": _median_or_none([r.get("warmup_calls") for r in oks]),
+                "warmup_capped": any(r.get("warmup_stopped_by") == "cap" for r in oks),
+                "too_few_samples": any(bool(r.get("too_few_samples")) for r in oks),
+                "foreign_cpu_share": max(shares) if shares else None,
+                "foreign_cpu_flag": any(bool(r.get("foreign_cpu_flag")) for r in oks),
+                "threads": _threads_text(oks[0].get("threads")),
                 "n_samples": pooled["n"],
                 **{k: pooled[k] for k in ("median_s", "ci_low_s", "ci_high_s", "ci_level",
                                           "ci_rel_halfwidth", "mean_s", "sd_s", "iqr_s",

@@ -1154,6 +1154,10 @@ def cells_table(cells: pd.DataFrame) -> dict:
     for r in records(cells):
         status = text(r.get("status"), "?")
         flags = [f for f in ("noisy", "drift") if is_true(r.get(f))]
+        if is_true(r.get("foreign_cpu_flag")):
+            flags.append(f"busy machine ({num(r.get('foreign_cpu_share')):.2f} cores foreign)")
+        if is_true(r.get("too_few_samples")):
+            flags.append("too few samples")
         rows.append([cell(text(r.get(c))) for c in cols] + [
             cell(status, "" if status == "ok" else "neg"),
             cell(text(r.get("n_samples")), "num", v=num(r.get("n_samples"))),
@@ -1250,6 +1254,8 @@ def build_context(cells_csv, tables, cell_files, machine, config, selfbench_path
             "guidance": guidance_view(tabs.get("guidance", pd.DataFrame())),
             "n_drift": int(col(ok, "drift", False).map(is_true).sum()),
             "n_noisy": int(col(ok, "noisy", False).map(is_true).sum()),
+            "n_busy": int(col(ok, "foreign_cpu_flag", False).map(is_true).sum()),
+            "foreign_max": num(config.get("foreign_cpu_max_share")),
         }
 
     def tables_section():

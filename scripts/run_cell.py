@@ -6,6 +6,9 @@ started by supervise_cell.py, which enforces the time and memory limits, writes 
 crashes, and adds the machine's provenance. Usage:
 
     python run_cell.py --cell '{"model": "small", ...}' --rule '{"kind": "fixed", ...}' --out F
+
+The timed window is announced on stdout (WINDOW_START / WINDOW_END lines) so that the supervisor can
+measure its own and the orchestrator's CPU over exactly that window.
 """
 import argparse
 import json
@@ -20,8 +23,27 @@ from tfspeed import faults  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
 
-def run(cell, rule_dict, framework):
-    from tfspeed import backends, stats, timing
+def announce(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def threads_used(prepared):
+    """The threads this process actually runs with, from each library (not from the env)."""
+    from tfspeed import machine
+
+    facts = prepared.facts
+    out = {"os_threads": machine.os_threads(), "blas": machine.blas_threads(),
+           "pinned": machine.pinned_threads()}
+    for key in ("intra_op_threads", "inter_op_threads"):
+        if key in facts:
+            out[key] = facts[key]
+    return out
+
+
+def run(cell, rule_dict, framework, foreign_max_share):
+    from tfspeed import backends, machine, stats, timing
+    from tfspeed.machine import WINDOW_END, WINDOW_START
     from tfspeed.models import FAULT_MODELS
 
     if cell["model"] in FAULT_MODELS:
@@ -31,29 +53,34 @@ def run(cell, rule_dict, framework):
     prepared = backend.prepare(dict(cell, framework=framework), rule)
     traces = prepared.traces or (lambda: None)
     out = {"status": "ok", "reason": ""}
-    if prepared.step is not None:
-        t = timing.clock()
-        loss_first = prepared.step()
-        out["first_call_s"] = timing.clock() - t
-        traces_first = traces()
-        samples, stopped_by, wall = timing.sample_calls(prepared.step, rule)
-        loss_last = prepared.step()
-    else:
-        t = timing.clock()
-        first = prepared.run_chunk(1)
-        out["first_call_s"] = timing.clock() - t
-        out["first_step_s"] = first[0] if first else None
-        traces_first = traces()
-        samples, stopped_by, wall = timing.sample_stream(prepared.run_chunk, rule)
-        loss_first = loss_last = None
+    t = timing.clock()
+    loss_first = prepared.step()
+    out["first_call_s"] = timing.clock() - t
+    traces_first = traces()
+    out.update(timing.warm_up(prepared.step, rule, out["first_call_s"]))
+    traces_warm = traces()
+    window = machine.CpuWindow()
+    announce(WINDOW_START)
+    window.start()
+    samples, stopped_by, wall, too_few = timing.sample_calls(prepared.step, rule)
+    cpu = window.stop()
+    announce(WINDOW_END)
+    threads = threads_used(prepared)  # still inside the framework's steady state
+    loss_last = prepared.step()
+    share = cpu["foreign_cpu_share"]
     out.update({
         "samples_s": samples, "stopped_by": stopped_by, "timed_wall_s": wall,
+        "too_few_samples": too_few is not None, "too_few_reason": too_few,
         "traces_after_first_call": traces_first,
-        "retraces_during_timing": (None if traces_first is None
-                                   else (traces() or 0) - traces_first),
+        "retraces_during_warmup": (None if traces_first is None
+                                   else (traces_warm or 0) - traces_first),
+        "retraces_during_timing": (None if traces_warm is None
+                                   else (traces() or 0) - traces_warm),
         "loss_first": loss_first, "loss_last": loss_last, "rule": rule.as_dict(),
         "summary": stats.summarize(samples, level=rule.level),
-        "framework_facts": prepared.facts,
+        "framework_facts": prepared.facts, "threads": threads, "cpu_window": cpu,
+        "foreign_cpu_max_share": foreign_max_share,
+        "foreign_cpu_flag": None if share is None else bool(share > foreign_max_share),
     })
     return out
 
@@ -63,6 +90,7 @@ def main(argv=None):
     parser.add_argument("--cell", required=True, help="the cell's axes as JSON")
     parser.add_argument("--rule", required=True, help="the stopping rule as JSON")
     parser.add_argument("--framework", required=True)
+    parser.add_argument("--foreign-cpu-max-share", type=float, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     cell, rule = json.loads(args.cell), json.loads(args.rule)
@@ -74,7 +102,7 @@ def main(argv=None):
         pass
     from tfspeed.backends import Unsupported
     try:
-        result = run(cell, rule, args.framework)
+        result = run(cell, rule, args.framework, args.foreign_cpu_max_share)
     except Unsupported as exc:
         result = {"status": "skipped", "reason": str(exc)}
     except Exception as exc:  # written down as failed by the supervisor, with the log tail

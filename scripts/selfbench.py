@@ -36,12 +36,13 @@ SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 WORK = REPO / "build" / "selfbench"
 
 
-def loop_overhead(n=2_000_000):
+def loop_overhead(stop, n=2_000_000):
     """Seconds per sample that the harness adds over a bare loop calling the same no-op."""
     def noop():
         return None
 
-    rule = timing.Rule("fixed", iterations=n)
+    values = {k: v for k, v in stop.items() if k != "rule"}
+    rule = timing.Rule(**dict(values, kind="fixed", iterations=n))
     best_bare = best_ours = float("inf")
     for _ in range(5):
         t = time.perf_counter()
@@ -86,6 +87,14 @@ def main():
     rel = sorted(c["summary"]["ci_rel_halfwidth"] for c in cells)
     walls = [c["provenance"].get("cell_wall_s", 0) for c in cell_files(WORK / "study")]
     timed = sum(c["timed_wall_s"] for c in cells)
+    # The orchestrator's CPU (Snakemake, the shell, the supervisor) over the cells' timed windows,
+    # as each supervisor metered it at the window's edges.
+    meters = [c["provenance"].get("orchestrator_cpu") for c in cells]
+    meters = [m for m in meters if m]
+    orchestrator = (sum(m["orchestrator_cpu_s"] for m in meters)
+                    / max(sum(m["window_s"] for m in meters), 1e-9)) if meters else None
+    foreign = [c["cpu_window"]["foreign_cpu_share"] for c in cells
+               if (c.get("cpu_window") or {}).get("foreign_cpu_share") is not None]
     print("quick study, adaptive rule: %d ok cells, CI half-width / median: median %.4f, "
           "max %.4f" % (len(cells), statistics.median(rel), rel[-1]))
     previous = REPO / "results" / "selfbench.json"
@@ -119,7 +128,7 @@ def main():
         return (max(values) - min(values)) / statistics.median(values)
 
     small_median = statistics.median(ours)
-    overhead = loop_overhead()
+    overhead = loop_overhead(default["stop"])
     figures = {
         "overhead_s": overhead,
         "overhead_rel": overhead / small_median,
@@ -129,6 +138,8 @@ def main():
         "spread_single": spread(single),
         "pool": args.pool,
         "timed_share": timed / wall,
+        "orchestrator_cpu_share": orchestrator,
+        "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
         "small_cell_median_s": small_median,
         "processes": len(procs),
         "estimates": len(groups),
@@ -144,6 +155,9 @@ def main():
                                                        figures["spread_ours"],
                                                        figures["spread_single"],
                                                        figures["spread_seed"]))
+    if orchestrator is not None:
+        print("orchestrator CPU during timed windows: %.4f of a core (goal <= 0.01); all other "
+              "processes: median %.4f" % (orchestrator, figures["foreign_cpu_share_median"]))
     write_json(str(REPO / "results" / "selfbench.json"), figures)
     print(json.dumps(figures, sort_keys=True))
 

@@ -25,6 +25,12 @@ from tfspeed import models, provenance  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 from tfspeed.cells import AXES, cell_id  # noqa: E402
 from tfspeed.locks import machine_lock  # noqa: E402
+from tfspeed.machine import (  # noqa: E402
+    ORCHESTRATOR_THREAD_VARS,
+    PINNED_VAR,
+    WINDOW_END,
+    WINDOW_START,
+)
 
 SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +55,63 @@ def rss_mb(pgid):
     return total / 2**20
 
 
-def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60):
+def _cpu_s(pid):
+    """CPU seconds (user + system, all threads) of one process, or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def orchestrator_pids():
+    """This supervisor and its ancestors up to the outermost Snakemake process (the shell that
+    Snakemake starts, Snakemake itself, its scheduler threads): the orchestrator of this cell."""
+    pids, pid = [os.getpid()], os.getppid()
+    chain = []
+    while pid > 1:
+        chain.append(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    snakemake = [i for i, p in enumerate(chain) if b"snakemake" in _cmdline(p)]
+    return pids + (chain[:snakemake[-1] + 1] if snakemake else chain[:1])
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+class OrchestratorMeter(object):
+    """CPU the orchestrator uses during the cell's timed window (which the cell announces on
+    stdout): the figure behind selfbench's `orchestrator_cpu_share`. Reading a few /proc files at
+    the two window edges costs nothing inside the window."""
+
+    def __init__(self):
+        self.pids = orchestrator_pids()
+        self.start = self.result = None
+
+    def _total(self):
+        return sum(c for c in (_cpu_s(p) for p in self.pids) if c is not None)
+
+    def on_line(self, line):
+        if line == WINDOW_START:
+            self.start = (time.monotonic(), self._total())
+        elif line == WINDOW_END and self.start is not None:
+            t0, c0 = self.start
+            wall = time.monotonic() - t0
+            self.result = {"orchestrator_cpu_s": self._total() - c0, "window_s": wall,
+                           "orchestrator_pids": len(self.pids)}
+
+
+def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
     """Run the cell process; return (returncode, why_killed, log_tail, peak_rss_mb)."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -58,6 +120,8 @@ def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60):
     def pump():
         for raw in iter(proc.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
+            if on_line is not None:
+                on_line(line)
             tail.append(line)
             print(line, flush=True)
 
@@ -134,6 +198,16 @@ def supervise(args):
         write_json(args.out, record)
         return
     env = dict(os.environ)
+    # Snakemake sets OMP_NUM_THREADS & co. to the job's threads (1) for every shell job: a thread
+    # count no user of the framework would have. Cells get the libraries' own defaults, unless the
+    # study pins a count on purpose (config `threads`), which the record then says.
+    removed = {k: env.pop(k) for k in ORCHESTRATOR_THREAD_VARS if k in env}
+    env.pop(PINNED_VAR, None)
+    if args.threads != "auto":
+        for key in ORCHESTRATOR_THREAD_VARS + (PINNED_VAR,):
+            env[key] = str(args.threads)
+    prov["thread_env_removed"] = removed
+    prov["threads_pinned"] = None if args.threads == "auto" else int(args.threads)
     env.update(manifest.get("variables") or {})
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -145,13 +219,17 @@ def supervise(args):
     os.unlink(tmp)
     cmd = [child_python(manifest, args.conda), os.path.join(HERE, "run_cell.py"),
            "--cell", args.cell, "--rule", args.rule,
-           "--framework", manifest.get("framework") or "tensorflow", "--out", tmp]
+           "--framework", manifest.get("framework") or "tensorflow",
+           "--foreign-cpu-max-share", str(args.foreign_cpu_max_share), "--out", tmp]
     print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
         args.env, record["cell_id"], args.repeat), flush=True)
     with machine_lock(args.lock):
         prov["load_before"] = provenance.load_average()
         t0 = time.monotonic()
-        code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb)
+        meter = OrchestratorMeter()
+        code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb,
+                                             on_line=meter.on_line)
+        prov["orchestrator_cpu"] = meter.result
         prov["cell_wall_s"] = time.monotonic() - t0
         prov["load_after"] = provenance.load_average()
         # clocks and temperature after the cell: a GPU that heated up shows here
@@ -184,6 +262,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=0)
     parser.add_argument("--timeout-s", type=int, default=0)
     parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--threads", default="auto", help="auto, or a thread count to pin")
+    parser.add_argument("--foreign-cpu-max-share", type=float, required=True,
+                        help="flag a cell when other processes used more CPU than this share")
     parser.add_argument("--lock", default=None, help="the machine-wide timing lock file")
     parser.add_argument("--out", required=True)
     supervise(parser.parse_args(argv))

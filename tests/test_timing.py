@@ -1,23 +1,42 @@
-"""The sampling loop's stopping rules, on synthetic steps (no framework)."""
-import itertools
+"""The sampling loop, warm-up and stopping rules on synthetic steps (no framework), and the FLOP
+formula worked out by hand."""
 import random
+import time
+from pathlib import Path
 
 import pytest
+import yaml
 
-from tfspeed import timing
+from tfspeed import models, timing
+from tfspeed.timing import RULE_KEYS
+
+SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml").read_text())
+STOP_DEFAULTS = {k: v["default"] for k, v in SCHEMA["properties"]["stop"]["properties"].items()}
+
+
+def rule(**over):
+    """A rule with the schema's defaults (the one place defaults live) and `over` on top."""
+    values = {k: v for k, v in STOP_DEFAULTS.items() if k != "rule"}
+    values.update(kind="adaptive", iterations=200)
+    values.update(over)
+    return timing.Rule(**values)
+
+
+def test_schema_defaults_cover_every_rule_key():
+    assert set(STOP_DEFAULTS) - {"rule"} | {"kind"} == set(RULE_KEYS)
 
 
 def test_fixed_rule_takes_exactly_its_count():
     calls = []
-    samples, stopped_by, wall = timing.sample_calls(lambda: calls.append(1), timing.Rule(
-        "fixed", iterations=37))
-    assert len(samples) == len(calls) == 37 and stopped_by == "count"
+    samples, stopped_by, wall, too_few = timing.sample_calls(
+        lambda: calls.append(1), rule(kind="fixed", iterations=37))
+    assert len(samples) == len(calls) == 37 and stopped_by == "count" and too_few is None
     assert all(s >= 0 for s in samples) and wall >= sum(samples)
 
 
 def test_adaptive_stops_on_precision_when_steps_are_steady():
-    rule = timing.Rule("adaptive", target_rel=0.05, min_samples=20, budget_s=30)
-    samples, stopped_by, _ = timing.sample_calls(lambda: sum(range(2000)), rule)
+    samples, stopped_by, _, _ = timing.sample_calls(
+        lambda: sum(range(2000)), rule(target_rel=0.05, min_samples=20, budget_s=30))
     assert stopped_by == "precision" and len(samples) >= 20
 
 
@@ -28,36 +47,90 @@ def test_adaptive_stops_on_budget_when_steps_are_wild():
         for _ in range(int(rng.expovariate(1.0) * 20000)):
             pass
 
-    rule = timing.Rule("adaptive", target_rel=1e-6, min_samples=5, budget_s=0.3)
-    samples, stopped_by, wall = timing.sample_calls(wild, rule)
-    assert stopped_by == "budget" and 0.3 <= wall < 3
+    samples, stopped_by, wall, too_few = timing.sample_calls(
+        wild, rule(target_rel=1e-6, min_samples=5, budget_s=0.3))
+    assert stopped_by == "budget" and 0.3 <= wall < 3 and too_few is None
 
 
-def test_adaptive_never_stops_below_min_samples():
-    rule = timing.Rule("adaptive", target_rel=0.5, min_samples=50, budget_s=30)
-    samples, stopped_by, _ = timing.sample_calls(lambda: None, rule)
-    assert len(samples) >= 50 and stopped_by == "precision"
+def test_min_samples_holds_past_the_budget():
+    """A 20 ms step with a 0.1 s budget would stop at ~5 samples; min_samples 30 wins."""
+    samples, stopped_by, wall, too_few = timing.sample_calls(
+        lambda: time.sleep(0.02), rule(target_rel=1e-9, min_samples=30, budget_s=0.1))
+    assert len(samples) == 30 and stopped_by == "budget" and too_few is None and wall > 0.5
+
+
+def test_min_samples_gives_way_at_its_cap_and_says_so():
+    samples, stopped_by, _, too_few = timing.sample_calls(
+        lambda: time.sleep(0.05), rule(target_rel=1e-9, min_samples=1000, budget_s=0.1,
+                                       min_samples_max_s=0.5))
+    assert stopped_by == "min_samples_max_s" and 5 <= len(samples) < 1000
+    assert "fewer than min_samples 1000" in too_few
 
 
 def test_max_samples_caps_the_run():
-    rule = timing.Rule("adaptive", target_rel=1e-9, min_samples=5, max_samples=100, budget_s=30)
-    samples, stopped_by, _ = timing.sample_calls(lambda: None, rule)
+    samples, stopped_by, _, _ = timing.sample_calls(
+        lambda: None, rule(target_rel=1e-9, min_samples=5, max_samples=100))
     assert len(samples) == 100 and stopped_by == "max_samples"
 
 
-def test_stream_rule_collects_chunks():
-    counter = itertools.count()
+class Decaying:
+    """A step that starts slow and speeds up by 30 % per 20 calls until it levels off at 2 ms,
+    like a JIT or a cache warming up."""
 
-    def run_chunk(k):
-        return [0.01 + 0.0001 * (next(counter) % 3) for _ in range(k)]
+    def __init__(self):
+        self.calls = 0
 
-    samples, stopped_by, _ = timing.sample_stream(run_chunk, timing.Rule("fixed", iterations=40))
-    assert len(samples) == 40 and stopped_by == "count"
-    samples, stopped_by, _ = timing.sample_stream(
-        run_chunk, timing.Rule("adaptive", target_rel=0.05, min_samples=10), chunk=25)
-    assert stopped_by == "precision" and len(samples) % 25 == 0
+    def __call__(self):
+        self.calls += 1
+        time.sleep(max(0.002, 0.012 * 0.7 ** (self.calls / 20.0)))
 
 
-def test_unknown_rule_is_refused():
+def test_warm_up_runs_until_the_step_time_stops_falling():
+    step = Decaying()
+    out = timing.warm_up(step, rule(warmup_block_s=0.05, warmup_rel=0.02, warmup_max_s=20),
+                         first_call_s=0.012)
+    assert out["warmup_stopped_by"] == "stable"
+    # the decay reaches its floor after ~100 calls; warm-up must not stop long before that
+    assert out["warmup_calls"] >= 80 and out["warmup_calls"] == step.calls
+    medians = out["warmup_block_medians_s"]
+    assert medians[0] > 2 * medians[-1]
+
+
+def test_warm_up_of_a_steady_step_is_two_blocks():
+    out = timing.warm_up(lambda: time.sleep(0.002), rule(warmup_block_s=0.02, warmup_rel=0.2),
+                         first_call_s=0.002)
+    assert out["warmup_stopped_by"] == "stable" and len(out["warmup_block_medians_s"]) == 2
+
+
+def test_warm_up_stops_at_its_cap():
+    out = timing.warm_up(Decaying(), rule(warmup_block_s=0.05, warmup_rel=0.0, warmup_max_s=0.2),
+                         first_call_s=0.012)
+    assert out["warmup_stopped_by"] == "cap" and out["warmup_s"] < 1.0
+
+
+def test_unknown_or_missing_rule_keys_are_refused():
     with pytest.raises(ValueError, match="fixed.*adaptive"):
-        timing.Rule("sometimes")
+        rule(kind="sometimes")
+    with pytest.raises(ValueError, match="missing.*budget_s"):
+        timing.Rule(kind="fixed", iterations=3)
+
+
+def test_train_flops_of_the_small_model_by_hand():
+    # small on small data: batch 32, 140 steps, 30 channels.
+    # Conv1D(128, 40, strides=4, padding="same"): ceil(140 / 4) = 35 output steps;
+    #   forward 2 * 32 * 35 * 40 * 30 * 128 = 344,064,000
+    # Dense 128 -> 64 after global average pooling: 2 * 32 * 128 * 64 = 524,288
+    # Dense 64 -> 1: 2 * 32 * 64 * 1 = 4,096
+    conv, dense1, dense2 = 344_064_000, 524_288, 4_096
+    assert models.forward_flops("small", "small") == conv + dense1 + dense2
+    # training: forward + weight gradients (1x forward) + input gradients (1x forward) for every
+    # layer but the first, whose input is the data
+    assert models.train_flops("small", "small") == 3 * (conv + dense1 + dense2) - conv
+    # about 1.5x less than 3x forward: what the old formula over-counted
+    assert 3 * models.forward_flops("small", "small") / models.train_flops("small", "small") > 1.49
+
+
+def test_train_flops_of_the_mlp_by_hand():
+    # seed 002: 1000 samples, 10 -> 50 -> 1
+    d1, d2 = 2 * 1000 * 10 * 50, 2 * 1000 * 50 * 1
+    assert models.train_flops("mlp", "mlp") == 3 * (d1 + d2) - d1

@@ -56,6 +56,21 @@ def test_quick_study_outputs(quick_run):
         assert prov["env"]["spec_hash"] and prov["env"]["packages"], name
         assert record["python"].count(".") == 2, name
         assert len(record["samples_s"]) == record["summary"]["n"], name
+        # threads as users get them: what Snakemake forced is removed, what ran is recorded
+        assert prov["thread_env_removed"].get("OMP_NUM_THREADS") == "1", name
+        assert prov["threads_pinned"] is None, name
+        threads = record["threads"]
+        assert threads["os_threads"] >= 1 and threads["pinned"] is None, name
+        if os.cpu_count() > 1 and threads["blas"]:
+            assert max(threads["blas"].values()) > 1, (name, threads)
+        if record["framework"] == "tensorflow" and record["api"] != "matmul":
+            assert "intra_op_threads" in threads, name
+        # the machine beside the cell, and the orchestrator, over the timed window
+        window = record["cpu_window"]
+        assert window["foreign_cpu_share"] >= 0 and window["own_cpu_s"] > 0, name
+        assert isinstance(record["foreign_cpu_flag"], bool), name
+        assert prov["orchestrator_cpu"]["window_s"] > 0, name
+        assert record["warmup_stopped_by"] in ("stable", "cap") and record["warmup_calls"] >= 6
 
 
 def test_rerun_does_nothing(quick_run):

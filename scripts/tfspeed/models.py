@@ -80,29 +80,26 @@ def output_length_ok(model, data):
     return True
 
 
-def forward_flops(model, data):
-    """Multiply-adds x 2 of one forward pass over one batch (Conv1D, Dense and LSTM layers).
-
-    A training step costs about 3x this (forward, gradient w.r.t. activations, gradient w.r.t.
-    weights); `train_flops` uses that factor. Element-wise ops (bias, activations, pooling, Adam)
-    are left out: they are O(parameters) or O(activations), small next to the products here.
-    """
+def layer_flops(model, data):
+    """[(kind, flops)] of one forward pass over one batch: multiply-adds x 2 of each Conv1D, Dense
+    and LSTM layer. Element-wise ops (bias, activations, pooling, the optimizer) are left out: they
+    are O(parameters) or O(activations), small next to the products here."""
     shape = DATA[data]
     batch = shape[0]
     if len(shape) == 2:
         length, channels = 1, shape[1]
     else:
         length, channels = shape[1], shape[2]
-    flops = 0
+    out = []
     for layer in MODELS[model]:
         kind = layer[0]
         if kind == "conv1d":
             filters, kernel, strides, padding = layer[1:]
             length = _conv_out(length, kernel, strides, padding)
-            flops += 2 * batch * length * kernel * channels * filters
+            out.append((kind, 2 * batch * length * kernel * channels * filters))
             channels = filters
         elif kind == "dense":
-            flops += 2 * batch * length * channels * layer[1]
+            out.append((kind, 2 * batch * length * channels * layer[1]))
             channels = layer[1]
         elif kind in ("gap",):
             length = 1
@@ -112,13 +109,22 @@ def forward_flops(model, data):
             units = layer[1]
             directions = 2 if kind == "bilstm" else 1
             # 4 gates, each (input + recurrent) matmul per timestep
-            flops += directions * 2 * batch * length * 4 * units * (channels + units)
+            out.append((kind, directions * 2 * batch * length * 4 * units * (channels + units)))
             channels = units * directions
-    return flops
+    return out
+
+
+def forward_flops(model, data):
+    return sum(f for _, f in layer_flops(model, data))
 
 
 def train_flops(model, data):
+    """FLOPs of one training step as frameworks do the work: the forward pass, and backward the
+    gradient w.r.t. each layer's weights (as much as its forward) and w.r.t. its input (as much
+    again), except for the first weighted layer, whose input is the data: no framework computes a
+    gradient for it. So 3x forward minus the first layer's forward."""
     if model == "matmul":
         n = DATA[data][0]
         return 2 * n ** 3
-    return 3 * forward_flops(model, data)
+    layers = layer_flops(model, data)
+    return 3 * sum(f for _, f in layers) - (layers[0][1] if layers else 0)

@@ -1,39 +1,103 @@
-"""The sampling loop and its stopping rules. Standard library + numpy (through stats) only.
+"""The sampling loop: warm-up until stable, then timed calls under a stopping rule.
 
-Every call is timed on its own with time.perf_counter (monotonic, highest resolution) and every
-sample is kept. The first call is timed apart by the runner: it builds or traces the graph.
+Standard library + numpy (through stats) only. Every call is timed on its own with
+time.perf_counter (monotonic, highest resolution) and every sample is kept. The first call is
+timed apart by the runner (it builds or traces the graph); then `warm_up` runs calls until the step
+time stops falling; then `sample_calls` takes the samples.
+
+A step is one call of the API a user writes, whatever the input: one `train_on_batch(...)`, one
+whole one-step `fit(...)` (numpy arrays or a tf.data dataset alike), one custom-loop step, one
+matmul. The step must block until the work is done (it returns a host value).
 """
+import math
 import time
 
 from . import stats
 
 clock = time.perf_counter
 
+# A rule's keys and nothing else: the workflow passes every value (defaults live in the config
+# schema only), so a missing key is a bug in the caller, reported by name.
+RULE_KEYS = ("kind", "iterations", "target_rel", "min_samples", "max_samples", "budget_s",
+             "level", "warmup_rel", "warmup_block_s", "warmup_max_s", "min_samples_max_s")
+
 
 class Rule(object):
-    """A stopping rule from config: `fixed` (the seed's counts) or `adaptive` (precision or budget)."""
+    """A stopping rule from config: `fixed` (the seed's counts) or `adaptive` (precision or
+    budget), with the warm-up rule and the cap that lets `min_samples` give way."""
 
-    def __init__(self, kind, iterations=200, target_rel=0.01, min_samples=10, max_samples=100000,
-                 budget_s=30.0, level=0.95):
-        if kind not in ("fixed", "adaptive"):
-            raise ValueError("stop rule must be 'fixed' or 'adaptive', not %r" % kind)
-        self.kind, self.iterations = kind, int(iterations)
-        self.target_rel, self.min_samples = float(target_rel), int(min_samples)
-        self.max_samples, self.budget_s, self.level = int(max_samples), float(budget_s), level
+    def __init__(self, **values):
+        missing = [k for k in RULE_KEYS if k not in values]
+        unknown = [k for k in values if k not in RULE_KEYS]
+        if missing or unknown:
+            raise ValueError("stop rule: missing %s, unknown %s" % (missing, unknown))
+        if values["kind"] not in ("fixed", "adaptive"):
+            raise ValueError("stop rule must be 'fixed' or 'adaptive', not %r" % values["kind"])
+        self.kind = values["kind"]
+        self.iterations = int(values["iterations"])
+        self.target_rel, self.level = float(values["target_rel"]), float(values["level"])
+        self.min_samples, self.max_samples = int(values["min_samples"]), int(values["max_samples"])
+        self.budget_s = float(values["budget_s"])
+        self.warmup_rel, self.warmup_block_s = float(values["warmup_rel"]), float(
+            values["warmup_block_s"])
+        self.warmup_max_s = float(values["warmup_max_s"])
+        self.min_samples_max_s = float(values["min_samples_max_s"])
 
     def as_dict(self):
         return dict(self.__dict__)
 
     def next_check(self, n):
-        """When to look at the CI next: every ~10 % more samples, so checking costs O(n log n) overall."""
+        """When to look at the CI next: every ~10 % more samples, so checking costs O(n log n)."""
         return max(self.min_samples, n + max(5, n // 10))
 
 
-def sample_calls(step, rule):
-    """Time `step()` repeatedly under `rule`; return (samples, stopped_by, wall_s).
+def _median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
-    `step` must block until the work is done (it returns a host value). The loop body is kept to
-    two clock reads and a list append: its overhead is measured by `make selfbench`.
+
+def warm_up(step, rule, first_call_s):
+    """Run blocks of calls until the step time stops falling; return a dict of what happened.
+
+    The rule (stated in the README): blocks of b calls, b chosen so a block lasts about
+    `warmup_block_s` (at least 3 calls) from the first call's time; warm-up ends at the first block
+    whose median is not lower than the previous block's by more than `warmup_rel` ("stable"), or
+    when `warmup_max_s` is spent ("cap"). Block medians are kept, so a reader can see the descent.
+    """
+    start = clock()
+    guess = max(first_call_s, 1e-6)
+    medians, calls = [], 0
+    block = None
+    while True:
+        times = []
+        for _ in range(block or 3):
+            t = clock()
+            step()
+            times.append(clock() - t)
+        calls += len(times)
+        if block is None:  # size blocks from steady calls, not from the first call's trace
+            guess = _median(times)
+            block = max(3, min(1000, int(math.ceil(rule.warmup_block_s / max(guess, 1e-6)))))
+        medians.append(_median(times))
+        elapsed = clock() - start
+        if len(medians) >= 2 and medians[-1] >= medians[-2] * (1.0 - rule.warmup_rel):
+            stopped_by = "stable"
+            break
+        if elapsed >= rule.warmup_max_s:
+            stopped_by = "cap"
+            break
+    return {"warmup_calls": calls, "warmup_s": clock() - start, "warmup_stopped_by": stopped_by,
+            "warmup_block_medians_s": medians}
+
+
+def sample_calls(step, rule):
+    """Time `step()` repeatedly under `rule`; return (samples, stopped_by, wall_s, too_few).
+
+    The loop body is two clock reads and a list append: its overhead is measured by
+    `make selfbench`. `min_samples` holds over the time budget: sampling goes on past `budget_s`
+    until it is met, and gives way only at `min_samples_max_s`, which the record then says
+    (`too_few` is a reason string, else None).
     """
     samples = []
     append = samples.append
@@ -43,8 +107,9 @@ def sample_calls(step, rule):
             t = clock()
             step()
             append(clock() - t)
-        return samples, "count", clock() - start
+        return samples, "count", clock() - start, None
     deadline = start + rule.budget_s
+    hard_stop = start + max(rule.budget_s, rule.min_samples_max_s)
     check = rule.next_check(0)
     while True:
         t = clock()
@@ -53,31 +118,15 @@ def sample_calls(step, rule):
         append(end - t)
         n = len(samples)
         if n >= rule.max_samples:
-            return samples, "max_samples", end - start
+            return samples, "max_samples", end - start, None
         if n >= check or end >= deadline:
             if stats.adaptive_done(samples, rule.target_rel, rule.level, rule.min_samples):
-                return samples, "precision", clock() - start
-            if end >= deadline and n >= 2:
-                return samples, "budget", end - start
-            check = rule.next_check(n)
-
-
-def sample_stream(run_chunk, rule, chunk=50):
-    """For APIs that run many steps per call (fit over tf.data): `run_chunk(k)` runs k steps and
-    returns k per-step durations measured inside the framework (a batch-end callback). The set-up
-    cost of each call is outside the samples; the caller records it."""
-    samples = []
-    start = clock()
-    if rule.kind == "fixed":
-        samples.extend(run_chunk(rule.iterations))
-        return samples, "count", clock() - start
-    deadline = start + rule.budget_s
-    while True:
-        samples.extend(run_chunk(chunk))
-        now = clock()
-        if len(samples) >= rule.max_samples:
-            return samples, "max_samples", now - start
-        if stats.adaptive_done(samples, rule.target_rel, rule.level, rule.min_samples):
-            return samples, "precision", now - start
-        if now >= deadline:
-            return samples, "budget", now - start
+                return samples, "precision", clock() - start, None
+            if end >= deadline and n >= rule.min_samples:
+                return samples, "budget", end - start, None
+            if end >= hard_stop:
+                return samples, "min_samples_max_s", end - start, (
+                    "%d samples, fewer than min_samples %d: one step takes %.3g s and "
+                    "min_samples_max_s is %g s" % (n, rule.min_samples, (end - start) / n,
+                                                   rule.min_samples_max_s))
+            check = rule.next_check(n) if end < deadline else n + 1

@@ -13,15 +13,15 @@ class Unsupported(Exception):
 class Prepared(object):
     """What a backend hands the timing loop.
 
-    step: a callable running one training step and returning a host-side float (the loss), so the
-        device has finished before the clock stops. Or, for APIs that run many steps per call,
-    run_chunk: a callable taking k and returning k per-step durations (seconds).
+    step: a callable running one step of the cell's API (one train_on_batch, one one-step fit,
+        one custom-loop step, one matmul) and returning a host-side float (the loss), so the device
+        has finished before the clock stops.
     traces: a callable returning how many graph traces have happened so far, or None.
     facts: framework facts for provenance (versions, optimizer class, threads, build info).
     """
 
-    def __init__(self, step=None, run_chunk=None, traces=None, facts=None):
-        self.step, self.run_chunk, self.traces = step, run_chunk, traces
+    def __init__(self, step, traces=None, facts=None):
+        self.step, self.traces = step, traces
         self.facts = facts or {}
 
 

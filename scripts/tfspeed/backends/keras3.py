@@ -22,4 +22,8 @@ def prepare(cell, rule):
     if backend == "jax":
         import jax
         facts["jax_version"] = jax.__version__
+    elif backend == "torch":
+        import torch
+        facts["intra_op_threads"] = torch.get_num_threads()
+        facts["inter_op_threads"] = torch.get_num_interop_threads()
     return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)

@@ -5,7 +5,6 @@ for train_on_batch and fit. Framework-specific set-up stays in tf.py / keras3.py
 import numpy as np
 
 from ..models import DATA, MODELS, TRAINING
-from ..timing import clock
 from . import Unsupported
 
 
@@ -87,42 +86,23 @@ def host_loss(value):
     return out
 
 
+def fit_step(net, inputs, api_batch=None):
+    """One step of `fit` as the seed timed it: a whole one-step `fit()` call
+    (`timeit(model.fit, iters, X, y, verbose=0)`), for numpy arrays and a repeating tf.data
+    dataset alike, so that the numpy-vs-tf.data comparison changes the input and nothing else.
+    fit's set-up (data adapter, callbacks, the train function) is inside every call, as a user who
+    calls fit pays it; the very first call (tracing) is timed apart as `first_call_s`."""
+    if api_batch is not None:  # numpy arrays: (x, y) with the whole batch as one step
+        x, y = inputs
+        return lambda: host_loss(
+            net.fit(x, y, batch_size=api_batch, epochs=1, verbose=0).history["loss"][-1])
+    return lambda: host_loss(
+        net.fit(inputs, steps_per_epoch=1, epochs=1, verbose=0).history["loss"][-1])
+
+
 def numpy_steps(net, x, y, api):
-    batch = x.shape[0]
     if api == "train_on_batch":
         return lambda: host_loss(net.train_on_batch(x, y))
     if api == "fit":
-        # The seed's `timeit(model.fit, iters, X, y, verbose=0)`: one whole fit call per step.
-        return lambda: host_loss(
-            net.fit(x, y, batch_size=batch, epochs=1, verbose=0).history["loss"][-1])
+        return fit_step(net, (x, y), api_batch=x.shape[0])
     raise Unsupported("api %s with numpy input" % api)
-
-
-def stream_runner(K, net, dataset):
-    """fit over a dataset, per-step durations from a batch-end callback (fit's own set-up stays
-    outside the samples; the runner records each call's overhead apart)."""
-    times = []
-
-    class BatchClock(K.callbacks.Callback):
-        def on_batch_begin(self, batch, logs=None):
-            if not times:
-                times.append(clock())
-
-        def on_batch_end(self, batch, logs=None):
-            times.append(clock())
-
-    callback = BatchClock()
-    overheads = []
-    losses = []
-
-    def run_chunk(k):
-        del times[:]
-        start = clock()
-        hist = net.fit(dataset, steps_per_epoch=k, epochs=1, verbose=0, callbacks=[callback])
-        end = clock()
-        losses.append(host_loss(hist.history["loss"][-1]))
-        steps = [b - a for a, b in zip(times[:-1], times[1:])]
-        overheads.append((end - start) - (times[-1] - times[0]))
-        return steps
-
-    return run_chunk, overheads, losses

@@ -7,6 +7,7 @@ disable_eager_execution). `run_eagerly`, `function` and `xla` are TF 2's extra m
 """
 import os
 
+from .. import machine
 from ..envspec import version_tuple
 from ..timing import clock
 from . import Prepared, Unsupported, kerasnet
@@ -23,6 +24,10 @@ def setup(cell):
             v1.disable_eager_execution()
     elif tfv < (2,):
         v1.enable_eager_execution()
+    pinned = machine.pinned_threads()
+    if pinned and tfv >= (2,):  # config `threads`: on purpose, recorded as pinned
+        tf.config.threading.set_intra_op_parallelism_threads(pinned)
+        tf.config.threading.set_inter_op_parallelism_threads(pinned)
     if tfv >= (2,):
         tf.random.set_seed(0)
     else:
@@ -131,9 +136,7 @@ def prepare(cell, rule):
         return Prepared(step=kerasnet.numpy_steps(net, x, y, api), traces=keras_traces,
                         facts=facts)
     if api == "fit":
-        run_chunk, overheads, _ = kerasnet.stream_runner(K, net, dataset)
-        facts["fit_call_overheads_s"] = overheads
-        return Prepared(run_chunk=run_chunk, traces=keras_traces, facts=facts)
+        return Prepared(step=kerasnet.fit_step(net, dataset), traces=keras_traces, facts=facts)
     # train_on_batch over tf.data
     if tf.executing_eagerly():
         iterator = iter(dataset)

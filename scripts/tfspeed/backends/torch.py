@@ -1,6 +1,7 @@
 """PyTorch: the seed's Conv1D models translated layer for layer (same shapes, TF-style 'same'
 padding, Adam(1e-4) with Keras' epsilon, binary cross-entropy on a sigmoid output), trained by a
 custom loop. Modes: `eager`, `torchscript` (torch.jit.trace), `compile` (torch.compile)."""
+from .. import machine
 from ..models import DATA, MODELS, TRAINING
 from ..timing import clock
 from . import Prepared, Unsupported
@@ -67,6 +68,8 @@ def prepare(cell, rule):
     import torch
 
     torch.manual_seed(0)
+    if machine.pinned_threads():  # config `threads`: on purpose, recorded as pinned
+        torch.set_num_threads(machine.pinned_threads())
     if cell["device"] == "gpu" and not torch.cuda.is_available():
         raise Unsupported("device gpu: no CUDA device visible to PyTorch on this machine")
     device = torch.device("cuda" if cell["device"] == "gpu" else "cpu")

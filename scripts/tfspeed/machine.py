@@ -1,0 +1,148 @@
+"""What the rest of the machine and this process do while a cell times. Standard library only;
+where /proc does not exist (macOS, Windows) every figure is None, never an error.
+
+Foreign CPU: the machine's busy CPU time (/proc/stat: user, nice, system, irq, softirq; guest time
+is already inside user) over the timed window, minus the CPU time of this cell's own process group
+(every thread of every process in it, from /proc/<pid>/stat). What is left ran beside the cell and
+competed with it: the orchestrator, a build, another tenant's process in this VM. Steal time (the
+hypervisor running other VMs) is kept apart: it slows the cell too, but nothing here can stop it.
+
+Threads: what each library actually uses, read from the library, not from the environment.
+"""
+import ctypes
+import os
+
+# Lines the cell prints around its timed window, so the supervisor can meter the orchestrator's CPU
+# over exactly that window.
+WINDOW_START = "[tfspeed] timed window: start"
+WINDOW_END = "[tfspeed] timed window: end"
+
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_stat_cpu():
+    """(busy_s, steal_s) of the whole machine since boot, or None."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = handle.readline().split()
+    except (IOError, OSError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]] + [0] * 8
+    user, nice, system, _idle, _iowait, irq, softirq, steal = values[:8]
+    return (user + nice + system + irq + softirq) / float(_HZ), steal / float(_HZ)
+
+
+def _group_cpu_s(pgid):
+    """CPU seconds (user + system, all threads) of every process in process group `pgid`."""
+    total = 0
+    try:
+        pids = os.listdir("/proc")
+    except OSError:
+        return None
+    for pid in pids:
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (IOError, OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # field 5: process group
+            total += int(fields[11]) + int(fields[12])  # fields 14, 15: utime, stime
+    return total / float(_HZ)
+
+
+class CpuWindow(object):
+    """Brackets a timed window: `start()` before the first timed call, `stop()` after the last."""
+
+    def __init__(self):
+        self.pgid = os.getpgrp() if hasattr(os, "getpgrp") else None
+        self._begin = None
+
+    def _snapshot(self):
+        machine = _proc_stat_cpu()
+        own = _group_cpu_s(self.pgid) if machine is not None else None
+        import time
+        return machine, own, time.time()
+
+    def start(self):
+        self._begin = self._snapshot()
+
+    def stop(self):
+        (m0, own0, t0), (m1, own1, t1) = self._begin, self._snapshot()
+        wall = max(t1 - t0, 1e-9)
+        out = {"window_start_unix": t0, "window_end_unix": t1, "foreign_cpu_s": None,
+               "foreign_cpu_share": None, "own_cpu_s": None, "steal_cpu_s": None}
+        if m0 is None or m1 is None or own0 is None or own1 is None:
+            return out
+        own = own1 - own0
+        # Tick counters are coarse (10 ms): a tiny negative remainder is rounding, not negative
+        # load.
+        foreign = max(0.0, (m1[0] - m0[0]) - own)
+        out.update(own_cpu_s=own, foreign_cpu_s=foreign, foreign_cpu_share=foreign / wall,
+                   steal_cpu_s=m1[1] - m0[1], own_cpu_share=own / wall)
+        return out
+
+
+def os_threads():
+    """Threads of this process right now (/proc/self/status), or None."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (IOError, OSError, ValueError):
+        return None
+    return None
+
+
+# (file-name token, getters to try): NumPy >= 2 wheels carry scipy-openblas with a prefixed,
+# 64-bit-integer API; older wheels carry plain OpenBLAS.
+_BLAS_GETTERS = (
+    ("openblas", ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                  "openblas_get_num_threads64_", "openblas_get_num_threads")),
+    ("mkl", ("MKL_Get_Max_Threads",)),
+    ("blis", ("bli_thread_get_num_threads",)),
+)
+
+
+def blas_threads():
+    """{library file: threads} for every BLAS loaded into this process (NumPy's, torch's...),
+    asked through the library's own getter, as threadpoolctl does; {} where none is loaded."""
+    try:
+        with open("/proc/self/maps") as handle:
+            paths = sorted({line.split()[-1] for line in handle if ".so" in line})
+    except (IOError, OSError):
+        return {}
+    out = {}
+    for path in paths:
+        name = os.path.basename(path).lower()
+        for token, getters in _BLAS_GETTERS:
+            if token not in name:
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                break
+            for getter in getters:
+                fn = getattr(lib, getter, None)
+                if fn is not None:
+                    out[os.path.basename(path)] = int(fn())
+                    break
+            break
+    return out
+
+
+# Set by the orchestrator for its own jobs (Snakemake's shell(): one thread per job unless the rule
+# says); the supervisor removes them so a cell gets the library defaults a user gets.
+ORCHESTRATOR_THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                            "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+PINNED_VAR = "TFSPEED_THREADS"
+
+
+def pinned_threads():
+    """The thread count a study pins on purpose (config `threads`), or None for library defaults."""
+    value = os.environ.get(PINNED_VAR, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
