@@ -9,7 +9,7 @@ SNAKEMAKE := $(BIN)/snakemake
 CORES ?= 2
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -54,6 +54,10 @@ publish: venv  ## copy the report, workbook and tables into docs/ for a static h
 
 lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds
 	$(BIN)/python scripts/lock_envs.py $(ARGS)
+
+compare-runs: venv  ## do two runs agree? make compare-runs A=<results dir> B=<results dir>
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-runs A=<results dir> B=<results dir>" >&2; exit 2; }
+	$(BIN)/python scripts/compare_runs.py $(A) $(B)
 
 retry-failed: venv  ## delete failed cell files so the next run redoes them
 	$(BIN)/python scripts/retry_failed.py results/cells

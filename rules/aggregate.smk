@@ -1,4 +1,4 @@
-# All cell files -> the tidy table of cells, the comparison tables and the workbook.
+# All cell files -> the tidy table of cells, the registry's tables, the report's bundle, the workbook.
 
 
 rule tabulate_cells:
@@ -7,31 +7,32 @@ rule tabulate_cells:
         others=other_machine_cells,
     output:
         cells_csv=report(
-            "results/tables/cells.csv",
+            layout.CELLS_CSV,
             caption="../report/cells.rst",
             category="Tables",
             labels={"table": "cells"},
         ),
         xlsx=report(
-            "results/study.xlsx",
+            layout.WORKBOOK,
             caption="../report/workbook.rst",
             category="Tables",
             labels={"table": "workbook"},
         ),
         tables=report(
-            expand("results/tables/{table}.csv", table=TABLES),
+            expand(layout.TABLE_PATTERN, table=TABLES),
             caption="../report/tables.rst",
             category="Comparisons",
         ),
+        processes=layout.PROCESSES_JSON,
+        facts=layout.FACTS_JSON,
     log:
         "logs/tabulate_cells/tabulate.log",
     conda:
         "../envs/workflow/driver.yaml"
     params:
-        machine=MACHINE,
         reference_env=config["reference_env"],
-        noisy_threshold=config.get("noisy_threshold", 0.1),
-        level=config["stop"].get("level", 0.95),
+        noisy_threshold=config["noisy_threshold"],
+        level=config["stop"]["level"],
         config=config,
     script:
-        "../scripts/aggregate.py"
+        "../scripts/tabulate_cells.py"

@@ -5,7 +5,7 @@ rule run_cell:
     input:
         unpack(cell_inputs),
     output:
-        cell="results/cells/{machine}/{env}/{cell}.r{rep}.json",
+        cell=layout.CELL_PATTERN,
     log:
         "logs/run_cell/{machine}/{env}/{cell}.r{rep}.log",
     conda:
@@ -35,7 +35,7 @@ rule finish_round:
     input:
         cells=lambda wildcards: cell_files(int(wildcards.rep), wildcards.machine),
     output:
-        done=touch("results/cells/{machine}/round{rep}.done"),
+        done=touch(layout.ROUND_PATTERN),
     log:
         "logs/finish_round/{machine}/round{rep}.log",
     conda:

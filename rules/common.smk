@@ -12,9 +12,11 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
 
+from driver import envspec, layout, provenance  # noqa: E402
+from driver.locks import default_lock_path  # noqa: E402
+from driver.tables import NAMES as TABLES  # noqa: E402
 from tfspeed import cells as tfcells  # noqa: E402
-from tfspeed import envspec, models, provenance  # noqa: E402
-from tfspeed.locks import default_lock_path  # noqa: E402
+from tfspeed import models  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
 # With --sdm conda, cells run in Snakemake's conda envs made from the same files; else in our venvs.
@@ -24,7 +26,9 @@ USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_me
 def load_env_specs():
     """Every <env_dirs>/*.yaml with what its pins say; a file that cannot be read keeps its error."""
     specs, paths = {}, {}
-    for folder in config.get("env_dirs", ["envs"]):
+    for folder in config["env_dirs"]:
+        if not (REPO / folder).is_dir():
+            config_error("env_dirs", "%r is not a folder under %s" % (folder, REPO))
         for path in sorted((REPO / folder).glob("*.yaml")):
             if path.stem in paths:
                 config_error(
@@ -86,11 +90,11 @@ def check_config():
             "%r is not an env of this study (%s)" % (ref, ", ".join(envs)),
         )
     stop = config["stop"]
-    if stop.get("min_samples", 30) > stop.get("max_samples", 5000):
+    if stop["min_samples"] > stop["max_samples"]:
         config_error(
             "stop.min_samples",
             "min_samples %s exceeds max_samples %s"
-            % (stop.get("min_samples"), stop.get("max_samples")),
+            % (stop["min_samples"], stop["max_samples"]),
         )
     names = set()
     for i, grid in enumerate(config["grids"]):
@@ -114,7 +118,7 @@ def check_config():
                 )
             seen.add((model, data))
             if model in models.FAULT_MODELS:
-                if not config.get("allow_fault_models", False):
+                if not config["allow_fault_models"]:
                     config_error(
                         f"{where}.pairs",
                         "%r is a test-only fault model; set "
@@ -170,11 +174,9 @@ if not CELLS:
 
 def cell_files(rep=None, machine=None):
     """This study's cell files (all repeats, or one), under this machine's key unless told."""
-    reps = range(config.get("repeats", 1)) if rep is None else [rep]
+    reps = range(config["repeats"]) if rep is None else [rep]
     machine = machine or MACHINE
-    return [
-        tfcells.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS
-    ]
+    return [layout.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS]
 
 
 def stop_rule(model):
@@ -201,7 +203,7 @@ def env_file(wildcards):
 
 
 def env_manifest(wildcards):
-    return "results/envs/%s/%s.json" % (wildcards.machine, wildcards.env)
+    return layout.env_manifest(wildcards.machine, wildcards.env)
 
 
 def cell_inputs(wildcards):
@@ -212,9 +214,7 @@ def cell_inputs(wildcards):
         out["manifest"] = env_manifest(wildcards)
     rep = int(wildcards.rep)
     if rep > 0:
-        out["previous_round"] = ancient(
-            "results/cells/%s/round%d.done" % (wildcards.machine, rep - 1)
-        )
+        out["previous_round"] = ancient(layout.round_marker(wildcards.machine, rep - 1))
     return out
 
 
@@ -222,34 +222,13 @@ def manifest_arg(wildcards, input):
     return "--conda" if USE_CONDA else "--manifest %s" % input.manifest
 
 
-# The comparison and summary tables, each results/tables/<name>.csv and a sheet of the workbook.
-TABLES = [
-    "tf2_vs_tf1",
-    "graph_vs_eager",
-    "keras_vs_tfkeras",
-    "numpy_vs_tfdata",
-    "fit_vs_train_on_batch",
-    "gpu_vs_cpu",
-    "frameworks",
-    "machines",
-    "versions",
-    "guidance",
-]
-
-
 def other_machine_cells(wildcards):
     """Cell files copied in from other machines (results/cells/<key>/), per config `machines`."""
-    return tfcells.other_machine_files(
-        "results/cells", MACHINE, config.get("machines", "all")
-    )
+    return layout.other_machine_files(layout.CELLS, MACHINE, config["machines"])
 
 
 def final_outputs():
-    return [
-        "results/tables/cells.csv",
-        "results/study.xlsx",
-        "results/report.html",
-    ]
+    return [layout.CELLS_CSV, layout.WORKBOOK, layout.REPORT]
 
 
 wildcard_constraints:

@@ -5,7 +5,7 @@ rule build_env:
     input:
         spec=env_file,
     output:
-        manifest="results/envs/{machine}/{env}.json",
+        manifest=layout.MANIFEST_PATTERN,
     log:
         "logs/build_env/{machine}/{env}.log",
     conda:
@@ -16,9 +16,9 @@ rule build_env:
     params:
         driver=DRIVER_PYTHON,
         script=str(REPO / "scripts" / "build_env.py"),
-        env_root=lambda wildcards: str(REPO / config.get("env_root", ".envs")),
-        installer=config.get("installer", "auto"),
-        interpreters=json.dumps(config.get("interpreters", {})),
+        env_root=lambda wildcards: str(REPO / config["env_root"]),
+        installer=config["installer"],
+        interpreters=json.dumps(config["interpreters"]),
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --spec {input.spec} --env-root {params.env_root:q}"

@@ -1,16 +1,18 @@
-# Tables, cell files and env manifests -> one self-contained HTML report.
+# What aggregation wrote (tables, processes' samples, facts) -> one self-contained HTML report.
 
 
 rule render_report:
     input:
-        cells_csv="results/tables/cells.csv",
-        tables=expand("results/tables/{table}.csv", table=TABLES),
-        cells=cell_files(),
-        others=other_machine_cells,
+        cells_csv=layout.CELLS_CSV,
+        tables=expand(layout.TABLE_PATTERN, table=TABLES),
+        processes=layout.PROCESSES_JSON,
+        facts=layout.FACTS_JSON,
         template=str(REPO / "report" / "template.html.j2"),
+        script=str(REPO / "report" / "report.js"),
+        style=str(REPO / "report" / "report.css"),
     output:
         html=report(
-            "results/report.html",
+            layout.REPORT,
             caption="../report/report.rst",
             category="Report",
             labels={"page": "study report"},
@@ -22,6 +24,6 @@ rule render_report:
     params:
         machine=MACHINE,
         config=config,
-        selfbench="results/selfbench.json",
+        selfbench=layout.SELFBENCH,
     script:
-        "../scripts/report.py"
+        "../scripts/render_report.py"

@@ -17,7 +17,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tfspeed.envspec import SpecError, parse_spec  # noqa: E402
+from driver.envspec import SpecError, parse_spec  # noqa: E402
 
 
 def lock(spec_path, uv):

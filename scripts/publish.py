@@ -28,6 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tfspeed.versions import version_tuple  # noqa: E402
+
 REQUIRED = ("report.html", "study.xlsx", "tables/cells.csv")
 
 
@@ -70,11 +74,9 @@ def _study_facts(cells_csv: Path) -> dict:
 
 
 def _version_key(text):
-    parts = []
-    for token in text.replace("-", ".").split("."):
-        digits = "".join(ch for ch in token if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return (text.split(" ")[0], parts)
+    """'tensorflow 2.10.0' sorts by framework, then by version number (2.3 before 2.10)."""
+    framework, _, version = text.partition(" ")
+    return (framework, version_tuple(version))
 
 
 def provenance_note(results: Path, files: dict, commit: str) -> str:

@@ -8,7 +8,6 @@ run leaves no partial file and a rerun does the cell again.
 """
 import argparse
 import collections
-import datetime
 import json
 import os
 import shutil
@@ -21,10 +20,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tfspeed import models, provenance  # noqa: E402
-from tfspeed.atomic import write_json  # noqa: E402
-from tfspeed.cells import AXES, cell_id  # noqa: E402
-from tfspeed.locks import machine_lock  # noqa: E402
+from driver import provenance, record  # noqa: E402
+from driver.locks import machine_lock  # noqa: E402
+from tfspeed import models  # noqa: E402
 from tfspeed.machine import (  # noqa: E402
     ORCHESTRATOR_THREAD_VARS,
     PINNED_VAR,
@@ -32,7 +30,6 @@ from tfspeed.machine import (  # noqa: E402
     WINDOW_START,
 )
 
-SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEARTBEAT_S = 10
 POLL_S = 1.0
@@ -178,24 +175,16 @@ def supervise(args):
     if args.manifest:
         with open(args.manifest) as handle:
             manifest = json.load(handle)
-    record = {
-        "schema_version": SCHEMA_VERSION, "cell_id": cell_id(cell), "env": args.env,
-        "machine": args.machine, "repeat": args.repeat,
-        "framework": manifest.get("framework"), "framework_version":
-            manifest.get("framework_version"),
-        "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "flops_per_step": (models.train_flops(cell["model"], cell["data"])
-                           if cell["model"] in models.MODELS else None),
-    }
-    record.update({axis: cell[axis] for axis in AXES})
     prov = {"machine": provenance.machine_facts(), "env": manifest,
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "limits": {"cell_timeout_s": args.timeout_s, "cell_memory_mb": args.memory_mb}}
-    record["provenance"] = prov
+    flops = models.train_flops(cell["model"], cell["data"]) if cell["model"] in models.MODELS \
+        else None
+    rec = record.new_record(cell, args.env, args.machine, args.repeat, manifest, flops, prov)
     if manifest.get("status", "ok") != "ok":
-        record.update(status="failed", reason="env build failed: %s" % manifest.get("reason"),
+        rec.update(status="failed", reason="env build failed: %s" % manifest.get("reason"),
                       log_tail=manifest.get("log_tail", ""))
-        write_json(args.out, record)
+        record.write(args.out, rec)
         return
     env = dict(os.environ)
     # Snakemake sets OMP_NUM_THREADS & co. to the job's threads (1) for every shell job: a thread
@@ -222,7 +211,7 @@ def supervise(args):
            "--framework", manifest.get("framework") or "tensorflow",
            "--foreign-cpu-max-share", str(args.foreign_cpu_max_share), "--out", tmp]
     print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
-        args.env, record["cell_id"], args.repeat), flush=True)
+        args.env, rec["cell_id"], args.repeat), flush=True)
     with machine_lock(args.lock):
         prov["load_before"] = provenance.load_average()
         t0 = time.monotonic()
@@ -241,14 +230,14 @@ def supervise(args):
             result = json.load(handle)
         os.unlink(tmp)
     if killed:
-        record.update(status="failed", reason=killed, log_tail=tail)
+        rec.update(status="failed", reason=killed, log_tail=tail)
     elif result is None:
-        record.update(status="failed", reason=describe_exit(code), log_tail=tail)
+        rec.update(status="failed", reason=describe_exit(code), log_tail=tail)
     else:
-        record.update(result)
-        if record["status"] != "ok":
-            record["log_tail"] = tail
-    write_json(args.out, record)
+        rec.update(result)
+        if rec["status"] != "ok":
+            rec["log_tail"] = tail
+    record.write(args.out, rec)
 
 
 def main(argv=None):

@@ -1,4 +1,5 @@
-"""Make scripts/ importable (`import tfspeed.stats`, `import compare`); the quick study fixture."""
+"""Make scripts/ importable (`import tfspeed.stats`, `from driver import ...`); the quick study
+fixture."""
 import sys
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""aggregate.py: cell files -> cells.csv, the comparison tables and the workbook.
+"""Aggregation (driver/tabulate.py and the modules it runs): cell files -> cells.csv, the comparison tables and the workbook.
 
 Cell files are synthetic but shaped like supervise_cell.py's (same keys, same layout on disk), with
 samples built so that each cell's median is known exactly: 21 samples spread symmetrically by
@@ -12,16 +12,18 @@ import sys
 import types
 from pathlib import Path
 
-import aggregate
 import numpy as np
 import openpyxl
 import pandas as pd
 import pytest
 
+from driver import comparisons, layout, record, seedview, summaries
+from driver import tables as registry
+from driver import tabulate as tab
 from tfspeed import cells as tfcells
 from tfspeed import stats
 
-SCRIPT = Path(aggregate.__file__)
+SCRIPT = Path(tab.__file__).resolve().parents[1] / "tabulate_cells.py"
 MACHINE = "xeon-2c"
 VERSIONS = {"tf1.14": "1.14.0", "tf1.15": "1.15.5", "tf2.0": "2.0.0", "tf2.3": "2.3.4",
             "tf2.15": "2.15.1", "tf2.21": "2.21.0", "torch2.13": "2.13.0"}
@@ -79,11 +81,13 @@ def write_cell(root, env, status="ok", median=0.02, repeat=0, machine=MACHINE, s
 
 def run(tmp_path, files, reference_env="tf1.14", **kwargs):
     out = tmp_path / "out"
-    tables = {name: out / "tables" / f"{name}.csv" for name in aggregate.TABLES}
-    result = aggregate.main(files, out / "tables" / "cells.csv", out / "study.xlsx", tables,
-                            reference_env, n_boot=200, config={"reference_env": reference_env},
-                            **kwargs)
-    return result, out, tables
+    tables = {name: out / "tables" / f"{name}.csv" for name in registry.NAMES}
+    result = tab.tabulate(files, reference_env, kwargs.pop("noisy_threshold", 0.1),
+                          kwargs.pop("level", 0.95), n_boot=200,
+                          config={"reference_env": reference_env}, **kwargs)
+    tab.write_outputs(result, out / "tables" / "cells.csv", tables, out / "study.xlsx",
+                      out / "tables" / "processes.json", out / "tables" / "facts.json")
+    return tab.frames(result), out, tables
 
 
 # --- the seed's % and its sign conventions, through the tables ---------------------------------
@@ -204,7 +208,7 @@ def test_every_pair_differs_in_one_factor(grid_case):
     result = grid_case[0]
     cells = result["cells"].set_index(["machine", "env", "cell_id"])
     checked = 0
-    for name, (factor, left_value, right_value) in aggregate.FACTOR_TABLES.items():
+    for name, (factor, left_value, right_value) in registry.FACTOR_TABLES.items():
         table = result[name]
         for row in table.to_dict("records"):
             left_env = row.get("left_env", row.get("env"))
@@ -212,7 +216,7 @@ def test_every_pair_differs_in_one_factor(grid_case):
             left = cells.loc[(row["machine"], left_env, row["left_cell_id"])]
             right = cells.loc[(row["machine"], right_env, row["right_cell_id"])]
             assert left["status"] == right["status"] == "ok"
-            differ = {a for a in aggregate.AXES if left[a] != right[a]}
+            differ = {a for a in tfcells.AXES if left[a] != right[a]}
             if left_env != right_env:
                 differ.add("env")
             if name == "tf2_vs_tf1":
@@ -227,7 +231,7 @@ def test_every_pair_differs_in_one_factor(grid_case):
                 if left_value is not None:
                     assert (left[factor], right[factor]) == (left_value, right_value)
                 else:
-                    assert (left[factor], right[factor]) in aggregate.KERAS_PAIRS
+                    assert (left[factor], right[factor]) in comparisons.KERAS_PAIRS
             assert row["left_median_s"] == pytest.approx(left["median_s"])
             assert row["right_median_s"] == pytest.approx(right["median_s"])
             checked += 1
@@ -267,7 +271,7 @@ def test_tf2_vs_tf1_keras_flavours(grid_case):
 def test_keras_table_pairs(grid_case):
     table = grid_case[0]["keras_vs_tfkeras"]
     pairs = set(zip(table["left_keras"], table["right_keras"]))
-    assert pairs == set(aggregate.KERAS_PAIRS)
+    assert pairs == set(comparisons.KERAS_PAIRS)
     assert set(table.loc[table["left_keras"] == "keras3", "env"]) == {"tf2.21"}
 
 
@@ -331,7 +335,7 @@ def test_envs_in_version_order(grid_case):
     env_cols = [c for c in versions.columns if c in VERSIONS]
     assert env_cols == ["tf1.14", "tf2.0", "tf2.15", "tf2.21", "torch2.13"]
     assert list(pd.read_csv(grid_case[1] / "tables" / "versions.csv").columns)[:8] == \
-        aggregate.VERSION_INDEX
+        summaries.VERSION_INDEX
     row = versions.dropna(subset=["tf1.14", "tf2.0"]).iloc[0]
     assert row["fastest_env"] in ("tf1.14", "tf2.0", "tf2.15", "tf2.21")
 
@@ -381,7 +385,7 @@ def test_truncated_file_names_the_file(tmp_path):
     good = write_cell(root, "tf2.0")
     bad = write_cell(root, "tf2.0", mode="graph")
     bad.write_text(bad.read_text()[:200])
-    with pytest.raises(aggregate.CellFileError, match=bad.name) as info:
+    with pytest.raises(record.CellFileError, match=bad.name) as info:
         run(tmp_path, [good, bad])
     assert str(bad) in str(info.value)
     assert not (tmp_path / "out" / "study.xlsx").exists()
@@ -400,7 +404,7 @@ def test_schema_invalid_file_names_the_file(tmp_path, breakage, where):
     doc = json.loads(path.read_text())
     breakage(doc)
     path.write_text(json.dumps(doc))
-    with pytest.raises(aggregate.CellFileError) as info:
+    with pytest.raises(record.CellFileError) as info:
         run(tmp_path, [path])
     assert str(path) in str(info.value)
     assert where in str(info.value) or "required" in str(info.value)
@@ -412,7 +416,7 @@ def test_file_at_the_wrong_place_is_rejected(tmp_path):
     moved = root / MACHINE / "tf2.3" / path.name
     moved.parent.mkdir()
     path.rename(moved)
-    with pytest.raises(aggregate.CellFileError, match="env"):
+    with pytest.raises(record.CellFileError, match="env"):
         run(tmp_path, [moved])
 
 
@@ -423,7 +427,7 @@ def test_schema_accepts_real_shapes(tmp_path):
     doc = json.loads(path.read_text())
     doc.update(framework=None, framework_version=None, flops_per_step=None)
     path.write_text(json.dumps(doc))
-    assert aggregate.read_cell_file(path)["framework"] is None
+    assert record.read_cell_file(path)["framework"] is None
 
 
 # --- other machines -----------------------------------------------------------------------------
@@ -435,11 +439,11 @@ def test_other_machine_files(tmp_path):
     (theirs.parent / (".cell-abc.json")).write_text("{")  # a runner's temporary file
     (theirs.parent / ("." + theirs.name + ".x1.tmp")).write_text("{")
     (root / "other" / "round0.done").write_text("")
-    found = tfcells.other_machine_files(str(root), MACHINE, "all")
+    found = layout.other_machine_files(str(root), MACHINE, "all")
     assert found == [str(theirs)]
-    assert tfcells.other_machine_files(str(root), MACHINE, ["other"]) == [str(theirs)]
-    assert tfcells.other_machine_files(str(root), MACHINE, []) == []
-    assert str(mine) not in tfcells.other_machine_files(str(root), MACHINE, [MACHINE, "other"])
+    assert layout.other_machine_files(str(root), MACHINE, ["other"]) == [str(theirs)]
+    assert layout.other_machine_files(str(root), MACHINE, []) == []
+    assert str(mine) not in layout.other_machine_files(str(root), MACHINE, [MACHINE, "other"])
 
 
 # --- guidance and the seed view -----------------------------------------------------------------
@@ -471,7 +475,7 @@ def test_seed_view(seed_case):
     assert row["TF2 vs TF1 % tf2.0 Eager"] == pytest.approx(100.0)
     assert row["GvE % tf1.14"] == pytest.approx(200.0)
     assert row["GvE % tf2.0"] == pytest.approx(-100.0 / 3.0)
-    assert row[aggregate.SIG_PREFIX + "GvE % tf2.0"]
+    assert row[seedview.SIG_PREFIX + "GvE % tf2.0"]
 
 
 def test_seed_view_keras3_rows_show_the_reference(grid_case):
@@ -504,7 +508,7 @@ def test_every_table_written_even_empty(seed_case):
 def test_workbook(grid_case):
     path = grid_case[1] / "study.xlsx"
     book = openpyxl.load_workbook(path)
-    expected = {"about", "seed_view", "cells", *aggregate.TABLES}
+    expected = {"about", "seed_view", "cells", *registry.NAMES}
     assert expected <= set(book.sheetnames)
     assert book.sheetnames[0] == "about"
     sheet = book["tf2_vs_tf1"]
@@ -527,7 +531,7 @@ def test_workbook(grid_case):
     assert "reference_env: tf1.14" in text
     seed = book["seed_view"]
     seed_header = [c.value for c in seed[1]]
-    assert not any(str(h).startswith(aggregate.SIG_PREFIX) for h in seed_header)
+    assert not any(str(h).startswith(seedview.SIG_PREFIX) for h in seed_header)
     assert "left_cell_id" not in header  # the CSV keeps the ids, the workbook the axes
     assert pd.read_csv(grid_case[1] / "tables" / "tf2_vs_tf1.csv")["left_cell_id"].notna().all()
 
@@ -570,7 +574,8 @@ def test_snakemake_entry(tmp_path):
         input=types.SimpleNamespace(cells=[str(p) for p in mine], others=[str(theirs)]),
         output=types.SimpleNamespace(
             cells_csv=str(out / "cells.csv"), xlsx=str(tmp_path / "results" / "study.xlsx"),
-            tables=[str(out / f"{n}.csv") for n in aggregate.TABLES]),
+            tables=[str(out / f"{n}.csv") for n in registry.NAMES],
+            processes=str(out / "processes.json"), facts=str(out / "facts.json")),
         log=[str(tmp_path / "logs" / "tabulate.log")],
         params=types.SimpleNamespace(machine=MACHINE,
                                      reference_env="tf1.14", noisy_threshold=0.1, level=0.95,
@@ -578,7 +583,7 @@ def test_snakemake_entry(tmp_path):
     (tmp_path / "logs").mkdir()
     stderr = sys.stderr
     logger = logging.getLogger("tfspeed.aggregate")
-    copy = tmp_path / ".snakemake" / "scripts" / "tmpabc.aggregate.py"  # as Snakemake runs it
+    copy = tmp_path / ".snakemake" / "scripts" / "tmpabc.tabulate_cells.py"  # as Snakemake runs it
     copy.parent.mkdir(parents=True)
     copy.write_text(SCRIPT.read_text())
     try:

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tfspeed import cells, envspec, models
+from driver import envspec
+from tfspeed import cells, models
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))

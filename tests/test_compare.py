@@ -1,11 +1,11 @@
-"""compare.py: the seed's % with both sign conventions, ratio CIs, verdicts, pooling repeats."""
+"""driver/compare.py: the seed's % with both sign conventions, ratio CIs, verdicts, pooling repeats."""
 
 import json
 
 import numpy as np
 import pytest
 
-import compare
+from driver import compare
 from tfspeed import stats
 
 # --- the seed's % -------------------------------------------------------------------------------

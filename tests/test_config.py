@@ -38,6 +38,9 @@ BAD = {
     "unknown mode": ("grids.0.modes", ["eager", "turbo"], ["turbo"]),
     "bad level": ("stop.level", 1.5, ["level"]),
     "interpreter key": ("interpreters", {"three": "/usr/bin/python3"}, ["three"]),
+    "env folder that is not one": ("env_dirs", ["envs", "envz"], ["env_dirs", "envz"]),
+    "bad thread count": ("threads", 0, ["threads"]),
+    "negative foreign share": ("foreign_cpu_max_share", -1, ["foreign_cpu_max_share"]),
 }
 
 

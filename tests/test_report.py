@@ -1,4 +1,4 @@
-"""The report (scripts/report.py, report/template.html.j2) and `make publish` (scripts/publish.py).
+"""The report (scripts/driver/render.py and the views it runs, report/template.html.j2) and `make publish` (scripts/publish.py).
 
 The report is rendered from a synthetic study written to tmp_path (cells.csv, the comparison
 tables, cell files), so these tests need no framework and no pipeline run. One failed cell
@@ -29,14 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
 import publish  # noqa: E402
 
-import compare  # noqa: E402
-import report  # noqa: E402
+from driver import claims as report_claims  # noqa: E402
+from driver import figures, ordering  # noqa: E402
+from driver import render as report  # noqa: E402
+from driver import tabulate as tab  # noqa: E402
+from driver.tables import NAMES  # noqa: E402
 
 TEMPLATE = REPO / "report" / "template.html.j2"
 XSS = "<script>alert(1)</script>"
 SECTION_IDS = [s for s, _ in report.SECTIONS]
-TABLES = ["tf2_vs_tf1", "graph_vs_eager", "keras_vs_tfkeras", "numpy_vs_tfdata",
-          "fit_vs_train_on_batch", "gpu_vs_cpu", "frameworks", "versions", "guidance"]
 ENVS = {"tf1.14": "1.14.0", "tf2.3": "2.3.4", "tf2.21": "2.21.0"}
 MACHINE = "xeon-test"
 CONFIG = {"envs": "cpu", "reference_env": "tf1.14", "repeats": 1, "noisy_threshold": 0.1,
@@ -95,19 +96,20 @@ def synthetic_study(root: Path, n_samples=60, big_cell_samples=0):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rec))
         paths.append(str(path))
+    return aggregate(root, paths)
+
+
+def aggregate(root: Path, paths):
+    """The real aggregation on cell files; returns the render kwargs for what it wrote."""
     tables_dir = root / "results" / "tables"
-    tables_dir.mkdir(parents=True, exist_ok=True)
-    cells = pd.DataFrame([_row(r) for r in records])
-    cells.to_csv(tables_dir / "cells.csv", index=False)
-    tables = _tables(records)
-    paths_by_name = {}
-    for name in TABLES:
-        path = tables_dir / ("%s.csv" % name)
-        tables.get(name, pd.DataFrame()).to_csv(path, index=False)
-        paths_by_name[name] = str(path)
-    return {"cells_csv": str(tables_dir / "cells.csv"), "tables": paths_by_name,
-            "cell_files": paths, "template": str(TEMPLATE), "machine": MACHINE,
-            "config": CONFIG}
+    result = tab.tabulate(paths, "tf1.14", 0.1, 0.95, config=CONFIG, n_boot=200)
+    tables = {name: str(tables_dir / ("%s.csv" % name)) for name in NAMES}
+    tab.write_outputs(result, tables_dir / "cells.csv", tables, root / "results" / "study.xlsx",
+                      tables_dir / "processes.json", tables_dir / "facts.json")
+    return {"cells_csv": str(tables_dir / "cells.csv"), "tables": list(tables.values()),
+            "processes_json": str(tables_dir / "processes.json"),
+            "facts_json": str(tables_dir / "facts.json"), "template": str(TEMPLATE),
+            "machine": MACHINE, "config": CONFIG}
 
 
 def _record(env, version, axes, status, samples=None, reason="", log_tail=None):
@@ -125,6 +127,8 @@ def _record(env, version, axes, status, samples=None, reason="", log_tail=None):
                            "load_before": [0.5, 0.4, 0.3], "load_after": [0.9, 0.5, 0.3]})
     if samples is not None:
         s = np.asarray(samples)
+        rec.update(stopped_by="count", rule={"kind": "fixed", "iterations": len(s)},
+                   python_executable="/x/bin/python")
         lo, hi = np.percentile(s, [40, 60])
         drift = bool(s[-len(s) // 4:].mean() / s[: len(s) // 4].mean() > 1.1)
         rec.update(samples_s=s.tolist(), first_call_s=float(s[0] * 30),
@@ -136,81 +140,6 @@ def _record(env, version, axes, status, samples=None, reason="", log_tail=None):
     if log_tail is not None:
         rec["log_tail"] = log_tail
     return rec
-
-
-def _row(rec):
-    row = {k: rec.get(k) for k in ("machine", "env", "framework", "framework_version", "python",
-                                   "model", "data", "keras", "mode", "api", "input", "device",
-                                   "status", "reason", "cell_id", "flops_per_step")}
-    summ = rec.get("summary") or {}
-    s = rec.get("samples_s") or []
-    row.update(n_samples=len(s), n_repeats=1, median_s=summ.get("median_s"),
-               ci_low_s=summ.get("ci_low_s"), ci_high_s=summ.get("ci_high_s"),
-               first_call_s=rec.get("first_call_s"), noisy=summ.get("noisy"),
-               drift=summ.get("drift"), drift_ratio=summ.get("drift_ratio"),
-               retraces=0 if s else None,
-               achieved_flops=rec["flops_per_step"] / summ["median_s"] if s else None,
-               peak_flops=200e9 if s else None,
-               efficiency=rec["flops_per_step"] / summ["median_s"] / 200e9 if s else None)
-    return row
-
-
-def _pair_rows(ok, axis, left, right, prefix_axes=()):
-    """Rows of a comparison table: cells differing in `axis` alone (left vs right value)."""
-    rows = []
-    keyed = {}
-    for rec in ok:
-        key = tuple(rec[a] for a in ["env"] + report.AXES if a != axis)
-        keyed.setdefault(key, {})[rec[axis]] = rec
-    for group in keyed.values():
-        if left in group and right in group:
-            lrec, rrec = group[left], group[right]
-            res = compare.compare(lrec["samples_s"], rrec["samples_s"])
-            shared = {a: lrec[a] for a in ["machine", "env"] + report.AXES if a != axis}
-            rows.append(dict(shared, **{"left_" + axis: left, "right_" + axis: right}, **res))
-    return rows
-
-
-def _tables(records):
-    ok = [r for r in records if r["status"] == "ok"]
-    tables = {}
-    rows = []
-    ref = {(tuple(r[a] for a in report.AXES)): r for r in ok if r["env"] == "tf1.14"}
-    for rec in ok:
-        if rec["env"] == "tf1.14":
-            continue
-        other = ref.get(tuple(rec[a] for a in report.AXES))
-        if other:
-            res = compare.compare(rec["samples_s"], other["samples_s"])
-            rows.append(dict({a: rec[a] for a in ["machine"] + report.AXES},
-                             left_env=rec["env"], right_env="tf1.14",
-                             left_framework_version=rec["framework_version"],
-                             right_framework_version="1.14.0", **res))
-    tables["tf2_vs_tf1"] = pd.DataFrame(rows)
-    tables["graph_vs_eager"] = pd.DataFrame(_pair_rows(ok, "mode", "graph", "eager"))
-    tables["keras_vs_tfkeras"] = pd.DataFrame(_pair_rows(ok, "keras", "keras", "tf.keras"))
-    tables["numpy_vs_tfdata"] = pd.DataFrame(_pair_rows(ok, "input", "numpy", "tfdata"))
-    tables["fit_vs_train_on_batch"] = pd.DataFrame(_pair_rows(ok, "api", "fit",
-                                                              "train_on_batch"))
-    # gpu_vs_cpu and frameworks stay empty (a CPU-only study): the report must say "no rows".
-    versions = {}
-    for rec in ok:
-        conf = " + ".join(rec[a] for a in report.AXES)
-        versions.setdefault(conf, {"configuration": conf})[rec["env"]] = \
-            rec["summary"]["median_s"]
-    tables["versions"] = pd.DataFrame(list(versions.values()),
-                                      columns=["configuration", *ENVS])
-    fastest = min(r["summary"]["median_s"] for r in ok)
-    guidance = []
-    for rec in ok:
-        ratio = rec["summary"]["median_s"] / fastest
-        kind = "DO" if ratio < 1.1 else "DONT" if ratio >= 2 else None
-        if kind:
-            guidance.append({"machine": MACHINE, "model": "small", "data": "small", "list": kind,
-                             "configuration": "%s %s" % (rec["env"], " + ".join(
-                                 rec[a] for a in report.AXES[2:])), "ratio_to_fastest": ratio})
-    tables["guidance"] = pd.DataFrame(guidance)
-    return tables
 
 
 @pytest.fixture(scope="module")
@@ -280,35 +209,35 @@ def test_self_contained(rendered):
 
 def test_claims_judge_known_cases():
     rows = pd.DataFrame({"speedup": [2.0, 3.0, 1.5, 0.9], "sig": [True, True, True, False]})
-    assert report.judge(rows)["status"] == "holds"
-    assert report.judge(rows, min_factor=10)["status"].startswith("does not hold")
+    assert report_claims.judge(rows)["status"] == "holds"
+    assert report_claims.judge(rows, min_factor=10)["status"].startswith("does not hold")
     against = pd.DataFrame({"speedup": [0.5, 0.6, 0.7], "sig": [True, True, True]})
-    assert report.judge(against)["status"] == "does not hold"
+    assert report_claims.judge(against)["status"] == "does not hold"
     ns = pd.DataFrame({"speedup": [1.01, 0.99], "sig": [False, False]})
-    assert report.judge(ns)["status"] == "not significant"
-    assert report.judge(pd.DataFrame(columns=["speedup", "sig"]))["status"] == "no data"
+    assert report_claims.judge(ns)["status"] == "not significant"
+    assert report_claims.judge(pd.DataFrame(columns=["speedup", "sig"]))["status"] == "no data"
     # a 10x claim where no pair gets anywhere near 10x fails, significant or not
     weak = pd.DataFrame({"speedup": [1.2, 0.9, 1.4], "sig": [False, True, False]})
-    assert report.judge(weak, min_factor=10)["status"].startswith("does not hold: at most 1.40x")
+    assert report_claims.judge(weak, min_factor=10)["status"].startswith("does not hold: at most 1.40x")
 
 
 def test_missing_inputs_do_not_crash(tmp_path):
-    """No tables, no cells, a table with odd columns, an unreadable cell file: still a page."""
+    """No cells, a table with odd columns, empty bundles: still a page, every section there."""
     empty = tmp_path / "cells.csv"
     empty.write_text("")
     odd = tmp_path / "tf2_vs_tf1.csv"
     odd.write_text("foo,bar\n1,2\n")
-    bad_cell = tmp_path / "bad.json"
-    bad_cell.write_text("{not json")
+    processes, facts_json = tmp_path / "processes.json", tmp_path / "facts.json"
+    processes.write_text("{}")
+    facts_json.write_text("{}")
     out = tmp_path / "report.html"
-    info = report.render(str(empty), {"tf2_vs_tf1": str(odd), "versions": str(tmp_path / "nope")},
-                         [str(bad_cell)], str(TEMPLATE), str(out), "m", {}, None)
+    info = report.render(str(empty), [str(odd)], str(processes), str(facts_json), str(TEMPLATE),
+                         str(out), "m", {}, None)
     html = out.read_text()
     assert info["section_errors"] == {}
     for s in SECTION_IDS:
         assert '<section id="%s"' % s in html
     assert "no rows" in html
-    assert "bad.json" in html  # the unreadable file is named
     assert "make selfbench</code> was not run" in html
 
 
@@ -319,15 +248,15 @@ def test_large_study_stays_small(tmp_path):
     info = report.render(out_html=str(out), **kwargs)
     assert info["section_errors"] == {}
     assert info["bytes"] < 3 * 1024 * 1024
-    x, y, block = report.plot_points(np.arange(5000.0))
-    assert len(y) <= report.MAX_PLOT_POINTS and block == 17
+    x, y, block = figures.plot_points(np.arange(5000.0))
+    assert len(y) <= figures.MAX_PLOT_POINTS and block == 17
 
 
 def test_svg_text_is_escaped():
-    fig = report.Figure(figsize=(2, 1))
+    fig = figures.Figure(figsize=(2, 1))
     ax = fig.add_subplot()
     ax.set_title(XSS + " --> &")
-    svg = report.fig_svg(fig)
+    svg = figures.fig_svg(fig)
     assert "<script" not in svg and "&lt;script&gt;" in svg
     assert "<!--" not in svg and "<?xml" not in svg
 
@@ -336,7 +265,7 @@ def test_version_order():
     cells = pd.DataFrame({"env": ["tf2.10", "tf1.14", "tf2.3", "tf2.21"],
                           "framework": ["tensorflow"] * 4,
                           "framework_version": ["2.10.1", "1.14.0", "2.3.4", "2.21.0"]})
-    assert report.env_order(cells, pd.DataFrame()) == ["tf1.14", "tf2.3", "tf2.10", "tf2.21"]
+    assert ordering.env_order(cells) == ["tf1.14", "tf2.3", "tf2.10", "tf2.21"]
 
 
 # ----------------------------------------------------------------------------- in a real browser
@@ -473,24 +402,25 @@ def test_runs_as_a_snakemake_script(tmp_path):
     preamble in front (so no `from __future__` import may open the file), a `snakemake` global,
     stderr to the rule's log."""
     kwargs = synthetic_study(tmp_path, n_samples=20)
-    copy = tmp_path / ".snakemake" / "scripts" / "tmpabc.report.py"
+    copy = tmp_path / ".snakemake" / "scripts" / "tmpabc.render_report.py"
     copy.parent.mkdir(parents=True)
     copy.write_text("\n######## snakemake preamble start (automatically inserted) #####\n"
                     "import sys; sys.path.extend([%r])\n" % str(REPO / "scripts")
-                    + (REPO / "scripts" / "report.py").read_text())
+                    + (REPO / "scripts" / "render_report.py").read_text())
     log = tmp_path / "logs" / "report.log"
     log.parent.mkdir()
     out = tmp_path / "results" / "report.html"
     code = """
 import runpy, sys
 from types import SimpleNamespace as NS
-smk = NS(input=NS(cells_csv=%(cells)r, tables=%(tables)r, cells=%(files)r, others=[],
-                  template=%(tpl)r),
+smk = NS(input=NS(cells_csv=%(cells)r, tables=%(tables)r, processes=%(proc)r,
+                  facts=%(facts)r, template=%(tpl)r),
          output=NS(html=%(out)r), log=[%(log)r],
          params=NS(machine="m", config={"machines": "all"}, selfbench=%(sb)r))
 runpy.run_path(%(script)r, init_globals={"snakemake": smk}, run_name="__snakemake__")
-""" % {"cells": kwargs["cells_csv"], "tables": list(kwargs["tables"].values()),
-       "files": kwargs["cell_files"], "tpl": kwargs["template"], "out": str(out),
+""" % {"cells": kwargs["cells_csv"], "tables": kwargs["tables"],
+       "proc": kwargs["processes_json"], "facts": kwargs["facts_json"],
+       "tpl": kwargs["template"], "out": str(out),
        "log": str(log), "sb": str(tmp_path / "results" / "selfbench.json"),
        "script": str(copy)}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -15,6 +15,9 @@ def write_text(path, text):
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are for reading
         os.rename(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

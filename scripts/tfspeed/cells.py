@@ -1,9 +1,9 @@
-"""What a cell is: its axes, which combinations can exist, its id and its file name.
+"""What a cell is: its axes, which combinations can exist, and its id.
 
 The Snakemake side (rules/common.smk) enumerates cells with `expand_grid`; the runner reads the same
-axes back. Standard library only.
+axes back. Where cell files live is the driver's business (driver/layout.py). Standard library only.
 """
-from .envspec import version_tuple
+from .versions import version_tuple
 from .models import DATA, FAULT_MODELS, MODELS, output_length_ok
 
 AXES = ("model", "data", "keras", "mode", "api", "input", "device")
@@ -36,27 +36,6 @@ def parse_cell_id(text):
     model, data = pair.split("-", 1)
     return {"model": model, "data": data, "keras": _UNSLUG.get(keras, keras), "mode": mode,
             "api": api, "input": inp, "device": device}
-
-
-def cell_path(machine, env, cell, repeat):
-    return "results/cells/%s/%s/%s.r%d.json" % (machine, env, cell_id(cell), repeat)
-
-
-def other_machine_files(cells_root, machine, machines="all"):
-    """Cell files of machines other than `machine` under `cells_root` (results/cells) that a study
-    includes: every machine folder for "all", else the listed keys. Sorted, for a stable DAG."""
-    import glob
-    import os
-
-    if machines == "all":
-        keys = sorted(os.listdir(cells_root)) if os.path.isdir(cells_root) else []
-    else:
-        keys = list(machines or [])
-    files = []
-    for key in keys:
-        if key != machine:
-            files += sorted(glob.glob(os.path.join(cells_root, key, "*", "*.r[0-9]*.json")))
-    return files
 
 
 def why_not(env, cell):

@@ -8,7 +8,7 @@ disable_eager_execution). `run_eagerly`, `function` and `xla` are TF 2's extra m
 import os
 
 from .. import machine
-from ..envspec import version_tuple
+from ..versions import version_tuple
 from ..timing import clock
 from . import Prepared, Unsupported, kerasnet
 

@@ -1,9 +1,10 @@
 """What an env file says about the cells it can run: read from its pins, so that adding a TF version is
-adding one file under envs/ and nothing else. Standard library only (the runner's Python imports it
-on 3.7); the Snakemake side passes parsed YAML in.
+adding one file under envs/ and nothing else. Driver side: the Snakemake side passes parsed YAML in.
 """
 import hashlib
 import re
+
+from tfspeed.versions import version_tuple
 
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;#]+)")
 TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu")
@@ -11,17 +12,6 @@ TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "
 
 class SpecError(ValueError):
     """An env file that is not a usable env spec; the message names the file and the cause."""
-
-
-def version_tuple(text):
-    """'2.15.1' -> (2, 15, 1); pre-release tails ('0b1', 'rc0') are dropped after the number."""
-    parts = []
-    for piece in str(text).split(".")[:3]:
-        match = re.match(r"\d+", piece)
-        if not match:
-            break
-        parts.append(int(match.group()))
-    return tuple(parts)
 
 
 def spec_hash(text):

@@ -1,0 +1,48 @@
+(function () {
+  function key(cell) {
+    var v = cell.getAttribute('data-v');
+    if (v === null) { v = cell.textContent.trim(); }
+    var n = parseFloat(v);
+    return (v !== '' && isFinite(n) && String(n) !== 'NaN' && /^[-+]?[0-9.eE+-]+$/.test(v))
+      ? [0, n] : [1, v.toLowerCase()];
+  }
+  function sortBy(table, index, th) {
+    var body = table.tBodies[0];
+    if (!body) { return; }
+    var dir = th.getAttribute('aria-sort') === 'ascending' ? -1 : 1;
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) {
+      h.removeAttribute('aria-sort');
+    });
+    th.setAttribute('aria-sort', dir === 1 ? 'ascending' : 'descending');
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a.cells[index]), y = key(b.cells[index]);
+      if (x[0] !== y[0]) { return x[0] - y[0]; }
+      return (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) * dir;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  document.querySelectorAll('table.sortable').forEach(function (table) {
+    if (!table.tHead) { return; }
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      th.title = 'click to sort';
+      th.addEventListener('click', function () { sortBy(table, i, th); });
+    });
+  });
+  document.querySelectorAll('input.filter').forEach(function (input) {
+    var table = document.getElementById(input.getAttribute('data-table'));
+    if (!table || !table.tBodies[0]) { return; }
+    input.addEventListener('input', function () {
+      var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var shown = 0;
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        var text = row.textContent.toLowerCase();
+        var keep = words.every(function (w) { return text.indexOf(w) >= 0; });
+        row.hidden = !keep;
+        if (keep) { shown += 1; }
+      });
+      var counter = document.getElementById(input.getAttribute('data-table') + '-count');
+      if (counter) { counter.textContent = shown + ' rows'; }
+    });
+  });
+})();

@@ -1,0 +1,66 @@
+"""The typed loader: what aggregation writes under results/tables/, read back with declared column
+types, so that readers (the report, compare-runs, tests) get numbers as numbers, flags as booleans
+and versions as strings ('2.10' must not become 2.1), without coercing field by field."""
+from pathlib import Path
+
+import pandas as pd
+
+from tfspeed.atomic import write_text
+
+# Columns that hold text (identifiers, versions, reasons); every other column is a number, except
+# BOOL_COLUMNS. A side's column (left_env, right_keras, ...) has its base column's type.
+TEXT_COLUMNS = {
+    "machine", "env", "framework", "framework_version", "python", "keras", "keras_version", "mode",
+    "api", "input", "device", "model", "data", "status", "reason", "numpy_version", "optimizer",
+    "cpu_model", "gpu", "started_utc", "cell_id", "stopped_by", "threads", "verdict", "list",
+    "configuration", "fastest_env",
+}
+BOOL_COLUMNS = {"significant", "noisy", "drift", "warmup_capped", "too_few_samples",
+                "foreign_cpu_flag"}
+
+
+def column_type(name: str) -> str:
+    base = name.removeprefix("left_").removeprefix("right_")
+    if base in TEXT_COLUMNS or name in TEXT_COLUMNS:
+        return "text"
+    if base in BOOL_COLUMNS:
+        return "bool"
+    return "number"
+
+
+def _as_bool(value):
+    if pd.isna(value) or value == "":
+        return pd.NA
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
+def read_table(path) -> pd.DataFrame:
+    """A table CSV with its declared types; an empty (header-only) file gives an empty frame with
+    those columns; a missing file is an error naming it (the rule declared it as an input)."""
+    path = Path(path)
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    out = {}
+    for name in raw.columns:
+        kind = column_type(name)
+        values = raw[name]
+        if kind == "text":
+            out[name] = values.where(values != "", None).astype(object)
+        elif kind == "bool":
+            out[name] = values.map(_as_bool).astype("boolean")
+        else:
+            out[name] = pd.to_numeric(values.replace("", None), errors="raise")
+    return pd.DataFrame(out, columns=list(raw.columns))
+
+
+def read_tables(paths) -> dict[str, pd.DataFrame]:
+    """{name: frame} of table files named <name>.csv."""
+    return {Path(p).stem: read_table(p) for p in paths}
+
+
+def write_table(df: pd.DataFrame, path) -> None:
+    """A table as CSV, atomically (a reader finds the whole file or the previous one)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_text(str(path), df.to_csv(index=False))

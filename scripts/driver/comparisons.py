@@ -1,0 +1,224 @@
+"""The comparison tables: pairs of ok cells that differ in one factor, each compared with
+driver.compare (the source study's `%` beside a ratio with its CI and a verdict)."""
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from driver import compare
+from driver.ordering import SORT_ORDER, env_order, sort_rows
+from driver.summaries import guidance_table, versions_table
+from driver.tables import FACTOR_TABLES, NAMES
+from tfspeed.cells import AXES
+from tfspeed.versions import version_tuple
+
+# keras_vs_tfkeras: standalone Keras vs tf.keras (the seed's factor 3); Keras 3 vs the tf_keras
+# package (what tf.keras was before TF 2.16); and the private tensorflow.python.keras that the
+# seed warns "can run 10-100x slower" vs tf.keras.
+KERAS_PAIRS = (("keras", "tf.keras"), ("keras3", "tf_keras"), ("tf.python.keras", "tf.keras"))
+
+METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
+           "significant", "verdict", "mw_p", "n_left", "n_right"]
+
+
+class Comparer:
+    """compare.compare on pooled samples, each pair computed once (a pair can appear in several
+    tables, and the bootstrap is the slow part)."""
+
+    def __init__(self, samples: Mapping, level: float = 0.95, n_boot: int = 2000):
+        self.samples, self.level, self.n_boot = samples, level, n_boot
+        self._cache: dict = {}
+
+    def __call__(self, left_key: tuple, right_key: tuple) -> dict:
+        key = (left_key, right_key)
+        if key not in self._cache:
+            self._cache[key] = compare.compare(self.samples[left_key], self.samples[right_key],
+                                               level=self.level, n_boot=self.n_boot)
+        return self._cache[key]
+
+
+def ok_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells[cells["status"] == "ok"]
+
+
+def _key(row: Mapping, side: str = "") -> tuple:
+    return (row["machine"], row[side + "env"], row[side + "cell_id"])
+
+
+def _comparison_rows(pairs: pd.DataFrame, comparer: Comparer, columns: Sequence[str]) -> list:
+    rows = []
+    for rec in pairs.to_dict("records"):
+        result = comparer(_key(rec, "left_"), _key(rec, "right_"))
+        out = {c: rec[c] for c in columns if c in rec}
+        out.update({m: result[m] for m in METRICS})
+        out["left_cell_id"], out["right_cell_id"] = rec["left_cell_id"], rec["right_cell_id"]
+        rows.append(out)
+    return rows
+
+
+def _frame(rows: list, shared: Sequence[str], sides: Sequence[str], envs: Sequence[str],
+           order: Sequence[str] = SORT_ORDER) -> pd.DataFrame:
+    side_cols = [f"{s}_{c}" for c in sides for s in ("left", "right")]
+    columns = ["machine", *shared, *side_cols, *METRICS, "left_cell_id", "right_cell_id"]
+    return sort_rows(pd.DataFrame(rows, columns=columns), envs, order)
+
+
+def factor_table(cells: pd.DataFrame, comparer: Comparer, factor: str, left_value: str,
+                 right_value: str, envs: Sequence[str]) -> pd.DataFrame:
+    """Pairs of ok cells, on one machine and in one env, equal in every axis but `factor`, whose
+    value is `left_value` on the left (the first-named side) and `right_value` on the right."""
+    ok = ok_cells(cells)
+    shared = ["env", "framework_version"] + [a for a in AXES if a != factor]
+    match = ["machine", "env"] + [a for a in AXES if a != factor]
+    left = ok[ok[factor] == left_value][match + [factor, "cell_id", "framework_version"]]
+    right = ok[ok[factor] == right_value][match + [factor, "cell_id"]]
+    pairs = left.merge(right, on=match, suffixes=("_l", "_r"))
+    pairs = pairs.rename(columns={f"{factor}_l": f"left_{factor}", f"{factor}_r":
+                                  f"right_{factor}", "cell_id_l": "left_cell_id",
+                                  "cell_id_r": "right_cell_id"})
+    pairs["left_env"] = pairs["right_env"] = pairs["env"]
+    rows = _comparison_rows(pairs, comparer, ["machine", *shared, f"left_{factor}",
+                                              f"right_{factor}"])
+    return _frame(rows, shared, [factor], envs)
+
+
+def keras_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    parts = [factor_table(cells, comparer, "keras", left, right, envs)
+             for left, right in KERAS_PAIRS]
+    df = pd.concat([p for p in parts if not p.empty] or parts[:1], ignore_index=True)
+    return sort_rows(df, envs)
+
+
+def _is_tf2(framework, version) -> bool:
+    return framework == "tensorflow" and isinstance(version, str) and \
+        version_tuple(version)[:1] >= (2,)
+
+
+def _tf2_mask(df: pd.DataFrame) -> pd.Series:
+    return pd.Series([_is_tf2(f, v) for f, v in zip(df["framework"], df["framework_version"])],
+                     index=df.index, dtype=bool)
+
+
+def reference_keras(keras: str, env_flavours: set) -> str | None:
+    """The reference (TF 1) env's Keras flavour that a TF 2 env's cell of flavour `keras` is
+    compared with in TF2 vs TF1; None when there is none.
+
+    The same flavour where the TF 2 env has it. From TF 2.16 on, `tf.keras` is Keras 3 (our
+    `keras3`) and the Keras 2 that `tf.keras` used to be ships as the `tf_keras` package; in an env
+    without a `tf.keras` flavour both stand for the reference's tf.keras, as the seed's "TF2" stood
+    for the whole stack (TensorFlow 2.0.0 + Keras 2.3.1). `left_keras`/`right_keras` say which.
+    Standalone `keras` pairs with standalone `keras` only (tf2.0 has Keras 2.3.1; later envs none).
+    Cells without Keras (`none`: the matmul micro-case) pair with `none`.
+    """
+    if keras in ("keras3", "tf_keras") and "tf.keras" not in env_flavours:
+        return "tf.keras"
+    if keras in ("keras", "tf.keras", "tf.python.keras", "none"):
+        return keras
+    return None
+
+
+def tf2_vs_tf1_table(cells: pd.DataFrame, comparer: Comparer, reference_env: str,
+                     envs: Sequence[str]) -> pd.DataFrame:
+    """Every TF 2.x env's ok cells vs the reference env's, same machine and axes (keras: see
+    `reference_keras`)."""
+    ok = ok_cells(cells)
+    flavours = cells.groupby(["machine", "env"])["keras"].agg(set).to_dict()
+    match = ["machine", "model", "data", "mode", "api", "input", "device"]
+    tf2 = ok[(ok["env"] != reference_env) & _tf2_mask(ok)].copy()
+    tf2["ref_keras"] = pd.Series([reference_keras(k, flavours.get((m, e), set()))
+                                  for m, e, k in zip(tf2["machine"], tf2["env"], tf2["keras"])],
+                                 index=tf2.index, dtype=object)
+    ref = ok[ok["env"] == reference_env].copy()
+    ref["ref_keras"] = ref["keras"].astype(object)
+    cols = ["env", "framework_version", "keras", "cell_id"]
+    pairs = tf2[match + ["ref_keras"] + cols].merge(ref[match + ["ref_keras"] + cols],
+                                                     on=match + ["ref_keras"],
+                                                     suffixes=("_l", "_r"))
+    pairs = pairs.rename(columns={f"{c}_{s}": f"{side}_{c}" for c in cols
+                                  for s, side in (("l", "left"), ("r", "right"))})
+    shared = ["model", "data", "mode", "api", "input", "device"]
+    sides = ["env", "framework_version", "keras"]
+    side_cols = [f"{s}_{c}" for c in sides for s in ("left", "right")]
+    rows = _comparison_rows(pairs, comparer, ["machine", *shared, *side_cols])
+    return _frame(rows, shared, sides, envs)
+
+
+def _tf_reference(group: pd.DataFrame):
+    """The TF reference cell of one (machine, model, data, device): the newest TF 2 env's eager
+    step with numpy input; of its cells, a custom loop (the other frameworks' way of training)
+    where there is one, else fit, else any API (the matmul micro-case has its own); tf.keras
+    before Keras 3 before tf_keras before no Keras."""
+    keras_rank = {"tf.keras": 0, "keras3": 1, "tf_keras": 2, "none": 3}
+    api_rank = {"custom_loop": 0, "fit": 1}
+    cand = group[(group["mode"] == "eager") & (group["input"] == "numpy")
+                 & group["keras"].isin(list(keras_rank)) & _tf2_mask(group)]
+    if cand.empty:
+        return None
+    return min(cand.to_dict("records"),
+               key=lambda r: (tuple(-x for x in version_tuple(r["framework_version"])),
+                              api_rank.get(r["api"], 2), keras_rank[r["keras"]]))
+
+
+def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    """Per (machine, model, data, device): the fastest ok cell of each env and mode vs the TF
+    reference (see `_tf_reference`). Not a one-factor comparison: it answers "how does the best
+    way to train in X compare with plain TF 2 Keras", the question of seeds 002 and 003."""
+    ok = ok_cells(cells)
+    sides = ["env", "framework", "framework_version", "keras", "mode", "api", "input"]
+    rows = []
+    for (machine, model, data, device), group in ok.groupby(["machine", "model", "data",
+                                                             "device"], sort=False):
+        ref = _tf_reference(group)
+        if ref is None:
+            continue
+        best = group.loc[group.groupby(["env", "mode"], sort=False)["median_s"].idxmin()]
+        for cand in best.to_dict("records"):
+            if cand["cell_id"] == ref["cell_id"] and cand["env"] == ref["env"]:
+                continue
+            result = comparer((machine, cand["env"], cand["cell_id"]),
+                              (machine, ref["env"], ref["cell_id"]))
+            row = {"machine": machine, "model": model, "data": data, "device": device}
+            for c in sides:
+                row[f"left_{c}"], row[f"right_{c}"] = cand[c], ref[c]
+            row.update({m: result[m] for m in METRICS})
+            row["left_cell_id"], row["right_cell_id"] = cand["cell_id"], ref["cell_id"]
+            rows.append(row)
+    return _frame(rows, ["model", "data", "device"], sides, envs,
+                  ["machine", "model", "data", "device", "left_env", "left_mode"])
+
+
+def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    """The same cell (env and every axis) on two machines; left is the first machine key in
+    alphabetical order. Empty when the study holds one machine's results."""
+    ok = ok_cells(cells)
+    match = ["env", *AXES]
+    columns = ["env", "framework_version", *AXES, "left_machine", "right_machine", *METRICS,
+               "left_cell_id", "right_cell_id"]
+    rows = []
+    pairs = ok.merge(ok, on=match, suffixes=("_l", "_r"))
+    pairs = pairs[pairs["machine_l"] < pairs["machine_r"]]
+    for rec in pairs.to_dict("records"):
+        result = comparer((rec["machine_l"], rec["env"], rec["cell_id_l"]),
+                          (rec["machine_r"], rec["env"], rec["cell_id_r"]))
+        row = {c: rec[c] for c in match}
+        row.update(framework_version=rec["framework_version_l"], left_machine=rec["machine_l"],
+                   right_machine=rec["machine_r"], left_cell_id=rec["cell_id_l"],
+                   right_cell_id=rec["cell_id_r"], **{m: result[m] for m in METRICS})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def build_tables(cells: pd.DataFrame, samples: Mapping, reference_env: str, level: float = 0.95,
+                 n_boot: int = 2000) -> dict[str, pd.DataFrame]:
+    """Every table of the registry from the pooled cells and their samples."""
+    envs = env_order(cells) if not cells.empty else []
+    comparer = Comparer(samples, level=level, n_boot=n_boot)
+    tables = {"tf2_vs_tf1": tf2_vs_tf1_table(cells, comparer, reference_env, envs)}
+    for name, (factor, left, right) in FACTOR_TABLES.items():
+        if left is not None:
+            tables[name] = factor_table(cells, comparer, factor, left, right, envs)
+    tables["keras_vs_tfkeras"] = keras_table(cells, comparer, envs)
+    tables["frameworks"] = frameworks_table(cells, comparer, envs)
+    tables["machines"] = machines_table(cells, comparer, envs)
+    tables["versions"] = versions_table(cells, envs)
+    tables["guidance"] = guidance_table(cells)
+    return {name: tables[name] for name in NAMES}

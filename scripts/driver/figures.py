@@ -1,0 +1,284 @@
+"""The report's figures (matplotlib, rendered to inline SVG or PNG data URIs): the performance
+history, where the time goes, and the stem plots of every cell's samples."""
+import base64
+import io
+import logging
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from driver.fmt import col, ncol, num, records, text  # noqa: E402
+
+log = logging.getLogger("tfspeed.report")
+
+MODE_COLOURS = {"eager": "#1f77b4", "graph": "#ff7f0e", "run_eagerly": "#2ca02c",
+                "function": "#d62728", "xla": "#9467bd", "compile": "#8c564b",
+                "torchscript": "#e377c2"}
+
+KERAS_STYLES = {"tf.keras": "-", "keras": "--", "keras3": ":", "tf_keras": "-.",
+                "tf.python.keras": (0, (1, 1)), "none": "-"}
+
+# Plotting at most this many points per cell keeps the stability grid light (block medians beyond).
+MAX_PLOT_POINTS = 300
+# Achieved FLOP/s over the measured peak: at or above COMPUTE_BOUND the step is mostly arithmetic;
+# below OVERHEAD_BOUND it is mostly something else (Python, dispatch, copies).
+COMPUTE_BOUND, OVERHEAD_BOUND = 0.5, 0.1
+
+
+def clean_svg(svg: str) -> str:
+    """Matplotlib's SVG as an inline element: no prologue, doctype, comments or metadata, and
+    scaled to the page's width."""
+    svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
+    svg = re.sub(r"<!DOCTYPE[^>]*>", "", svg)
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = svg.replace("<svg ", '<svg class="fig" role="img" ', 1)
+    return svg.strip()
+
+
+def fig_svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tfspeed"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return clean_svg(buf.getvalue())
+
+
+def fig_png_uri(fig: Figure, dpi=80, colours=64) -> str:
+    """A PNG data URI; reduced to a palette of `colours` (a third of the bytes for these line
+    drawings, no visible loss) where Pillow, which matplotlib depends on, is importable."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
+                metadata={"Software": None})
+    data = buf.getvalue()
+    try:
+        from PIL import Image
+
+        small = io.BytesIO()
+        Image.open(io.BytesIO(data)).convert("RGB").quantize(
+            colors=colours, method=Image.Quantize.MEDIANCUT).save(small, format="PNG",
+                                                                  optimize=True)
+        if small.tell() < len(data):
+            data = small.getvalue()
+    except (ImportError, OSError, ValueError) as exc:
+        log.info("PNG kept at full colour: %s", exc)
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def _small_font(fig: Figure):
+    for ax in fig.axes:
+        ax.tick_params(labelsize=7)
+        ax.title.set_fontsize(8)
+        ax.xaxis.label.set_fontsize(7)
+        ax.yaxis.label.set_fontsize(7)
+
+
+def plain_log_axis(ax):
+    """Log-scale ticks as plain numbers (20, 50, 100), not 2 x 10^1."""
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+
+
+def achieved_flops(df: pd.DataFrame) -> pd.Series:
+    ach = ncol(df, "achieved_flops")
+    fallback = ncol(df, "flops_per_step") / ncol(df, "median_s")
+    return ach.where(ach.notna(), fallback)
+
+
+def history_figures(ok: pd.DataFrame, order: list[str]) -> list[dict]:
+    """Median step time against TF version with CI bands: one figure per machine and model/data
+    pair, one panel per api x input, one line per keras x mode x device."""
+    if ok.empty or "env" not in ok.columns:
+        return []
+    out = []
+    groups = ["machine", "model", "data"]
+    df = ok.copy()
+    for g in groups + ["api", "input", "keras", "mode", "device"]:
+        df[g] = col(df, g, "").map(text)
+    df["median_s"] = ncol(df, "median_s")
+    df["ci_low_s"] = ncol(df, "ci_low_s")
+    df["ci_high_s"] = ncol(df, "ci_high_s")
+    several_machines = df["machine"].nunique() > 1
+    for (machine, model, data), part in df.groupby(groups, sort=True):
+        envs = [e for e in order if e in set(part["env"])]
+        if not envs:
+            continue
+        xpos = {e: i for i, e in enumerate(envs)}
+        panels = sorted(part.groupby(["api", "input"]).groups)
+        ncols = min(len(panels), 4)
+        nrows = math.ceil(len(panels) / ncols)
+        fig = Figure(figsize=(0.9 + 3.1 * ncols, 0.6 + 2.5 * nrows))
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        handles = {}
+        for ax, (api, inp) in zip(axes.flat, panels):
+            sub = part[(part["api"] == api) & (part["input"] == inp)]
+            for (keras, mode, device), line in sub.groupby(["keras", "mode", "device"]):
+                y = np.full(len(envs), np.nan)
+                lo, hi = y.copy(), y.copy()
+                for row in records(line):
+                    i = xpos.get(row["env"])
+                    if i is not None:
+                        y[i], lo[i], hi[i] = row["median_s"], row["ci_low_s"], row["ci_high_s"]
+                colour = MODE_COLOURS.get(mode, "#555555")
+                (h,) = ax.plot(range(len(envs)), y * 1e3, color=colour,
+                               linestyle=KERAS_STYLES.get(keras, "-"),
+                               marker="s" if device == "gpu" else "o", markersize=3, linewidth=1.2)
+                band = ~(np.isnan(lo) | np.isnan(hi))
+                if band.any():
+                    ax.fill_between(np.arange(len(envs)), np.where(band, lo, np.nan) * 1e3,
+                                    np.where(band, hi, np.nan) * 1e3, color=colour, alpha=0.18,
+                                    linewidth=0)
+                handles.setdefault(f"{keras} · {mode} · {device}", h)
+            ax.set_title(f"{api} · {inp}")
+            ax.set_xticks(range(len(envs)))
+            ax.set_xticklabels(envs, rotation=45, ha="right")
+            ax.set_yscale("log")
+            plain_log_axis(ax)
+            ax.set_ylabel("median ms / step")
+            ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_visible(False)
+        if handles:
+            fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
+                       bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False,
+                       title="keras · mode · device", title_fontsize=7)
+        _small_font(fig)
+        fig.tight_layout()
+        title = f"{model} model, {data} data" + (f" — {machine}" if several_machines else "")
+        out.append({"title": title, "svg": fig_svg(fig)})
+    return out
+
+
+def strip_positions(values: list[str], order: list[str]) -> dict:
+    return {e: i for i, e in enumerate(v for v in order if v in set(values))}
+
+
+def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
+    """First-call time and achieved FLOP/s per cell against TF version, one panel per
+    model/data pair; the measured peak as a line where there is one."""
+    if ok.empty or "env" not in ok.columns:
+        return []
+    df = ok.copy()
+    for g in ["model", "data", "mode", "env", "machine"]:
+        df[g] = col(df, g, "").map(text)
+    df["first_call_s"] = ncol(df, "first_call_s")
+    df["achieved"] = achieved_flops(df)
+    pairs = sorted(df.groupby(["model", "data"]).groups)
+    out = []
+    for what, ycol, ylabel, scale in (
+            ("First call (build / trace) per cell", "first_call_s", "first call, s", 1.0),
+            ("Achieved training FLOP/s per cell", "achieved", "GFLOP/s", 1e-9)):
+        if not df[ycol].notna().any():
+            continue
+        ncols = min(len(pairs), 3)
+        nrows = math.ceil(len(pairs) / ncols)
+        fig = Figure(figsize=(0.8 + 3.6 * ncols, 0.6 + 2.6 * nrows))
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        seen = {}
+        for ax, (model, data) in zip(axes.flat, pairs):
+            part = df[(df["model"] == model) & (df["data"] == data) & df[ycol].notna()]
+            xpos = strip_positions(list(part["env"]), order)
+            modes = sorted(part["mode"].unique())
+            for k, mode in enumerate(modes):
+                sub = part[part["mode"] == mode]
+                offset = (k - (len(modes) - 1) / 2) * 0.12
+                x = [xpos[e] + offset for e in sub["env"]]
+                h = ax.scatter(x, sub[ycol] * scale, s=9, color=MODE_COLOURS.get(mode, "#555"),
+                               alpha=0.8, linewidths=0)
+                seen.setdefault(mode, h)
+            if ycol == "achieved":
+                # A dash at the machine's attainable FLOP/s (its fastest matmul cell).
+                for env, x in xpos.items():
+                    sub = part[part["env"] == env]
+                    known = [peaks.get(text(m), math.nan) for m in sub["machine"].unique()]
+                    known = [p for p in known if not math.isnan(p)]
+                    peak = max(known) if known else math.nan
+                    if not math.isnan(peak):
+                        ax.hlines(peak * scale, x - 0.4, x + 0.4, color="k", linestyle="--",
+                                  linewidth=0.9)
+                        ax.hlines(peak * scale * OVERHEAD_BOUND, x - 0.4, x + 0.4, color="#999",
+                                  linestyle=":", linewidth=0.9)
+            ax.set_xticks(list(xpos.values()))
+            ax.set_xticklabels(list(xpos.keys()), rotation=45, ha="right")
+            ax.set_yscale("log")
+            plain_log_axis(ax)
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{model} model, {data} data")
+            ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
+        for ax in list(axes.flat)[len(pairs):]:
+            ax.set_visible(False)
+        if seen:
+            fig.legend(list(seen.values()), list(seen.keys()), loc="center left",
+                       bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False, title="mode",
+                       title_fontsize=7)
+        _small_font(fig)
+        fig.tight_layout()
+        out.append({"title": what, "svg": fig_svg(fig)})
+    return out
+
+
+def plot_points(samples: np.ndarray, limit=MAX_PLOT_POINTS):
+    """(x, y, block): at most `limit` points; beyond it, medians of consecutive blocks (a trend
+    survives block medians; single spikes are smoothed, and the caption says so)."""
+    n = samples.size
+    if n <= limit:
+        return np.arange(n), samples, 1
+    block = math.ceil(n / limit)
+    m = n // block
+    y = np.median(samples[: m * block].reshape(m, block), axis=1)
+    x = np.arange(m) * block + (block - 1) / 2
+    return x, y, block
+
+
+def stability_grid(panels: list[dict], ncols=6) -> str:
+    """Stem plots of per-iteration times, small multiples, as one PNG data URI. Drifting cells
+    get a red panel and a DRIFT title, noisy ones an orange frame: the seed's throttling symptom
+    ("a rising stem plot of iteration times") is then visible at a glance."""
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = math.ceil(len(panels) / ncols)
+    fig = Figure(figsize=(1.95 * ncols, 1.3 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, p in zip(axes.flat, panels):
+        y_all = np.asarray(p["samples"], dtype=float) * 1e3
+        x, y, _ = plot_points(y_all)
+        colour = "#c0392b" if p["drift"] else "#34495e"
+        ax.vlines(x, 0, y, color=colour, linewidth=0.5, alpha=0.8)
+        ax.plot(x, y, ".", color=colour, markersize=1.2)
+        n = y_all.size
+        med = float(np.median(y_all))
+        ax.axhline(med, color="k", linewidth=0.5, linestyle=":")
+        if n >= 8:  # first- and last-quarter medians: the size of a trend, drawn
+            q = n // 4
+            ax.hlines([np.median(y_all[:q]), np.median(y_all[-q:])], [0, n - q], [q, n],
+                      color="#8e44ad", linewidth=1.4)
+        for b in p.get("bounds", []):
+            ax.axvline(b, color="#7f8c8d", linewidth=0.6, linestyle="--")
+        top = max(float(np.percentile(y_all, 99)) * 1.15, med * 1.3)
+        clipped = int((y_all > top).sum())
+        ax.set_ylim(0, top)
+        ax.set_xlim(-0.5, n)
+        title = p["title"]
+        if p["drift"]:
+            ax.set_facecolor("#fdecea")
+            title = f"DRIFT x{num(p.get('drift_ratio')):.2f}\n" + title
+        if p["noisy"]:
+            for spine in ax.spines.values():
+                spine.set_edgecolor("#e67e22")
+                spine.set_linewidth(1.6)
+            title = "noisy · " + title
+        if clipped:
+            ax.text(0.99, 0.98, f"{clipped} above", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=4.5, color="#7f8c8d")
+        ax.set_title(title, fontsize=5.6, color="#c0392b" if p["drift"] else "#222",
+                     pad=2, linespacing=1.0)
+        ax.tick_params(labelsize=4.5, length=1.5, pad=1)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.tight_layout(pad=0.3, h_pad=0.5, w_pad=0.3)
+    return fig_png_uri(fig, dpi=100)

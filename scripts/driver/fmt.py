@@ -1,0 +1,112 @@
+"""Formatting for people: numbers as the report writes them (ms, %, ratios, p-values), tolerant
+of missing values, and the table cells the template renders."""
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+
+def version_key(text) -> tuple:
+    """'2.15.1' -> (2, 15, 1); names such as 'tf1.14' or 'torch2.3' sort by their numbers."""
+    nums = tuple(int(n) for n in re.findall(r"\d+", str(text or "")))
+    return nums or (math.inf,)
+
+
+def num(value) -> float:
+    """A float, or NaN for anything that is not a finite-looking number."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def is_true(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return str(value).strip().lower() in ("true", "1", "yes", "y", "t")
+
+
+def text(value, empty="") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return empty
+    try:
+        if pd.isna(value):
+            return empty
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def fmt_ms(seconds, digits=2) -> str:
+    s = num(seconds)
+    return "–" if math.isnan(s) else f"{s * 1e3:,.{digits}f}"
+
+
+def fmt_s(seconds) -> str:
+    s = num(seconds)
+    if math.isnan(s):
+        return "–"
+    return f"{s * 1e3:,.1f} ms" if s < 1 else f"{s:,.2f} s"
+
+
+def fmt_pct(p) -> str:
+    p = num(p)
+    return "–" if math.isnan(p) else f"{p:+,.1f}"
+
+
+def fmt_ratio(r) -> str:
+    r = num(r)
+    return "–" if math.isnan(r) else f"{r:.3g}"
+
+
+def fmt_p(p) -> str:
+    p = num(p)
+    if math.isnan(p):
+        return "–"
+    return "<0.001" if p < 1e-3 else f"{p:.3f}"
+
+
+def fmt_num(x, spec=".3g") -> str:
+    x = num(x)
+    return "–" if math.isnan(x) else format(x, spec)
+
+
+def col(df: pd.DataFrame, name, default=None) -> pd.Series:
+    if name in df.columns:
+        return df[name]
+    return pd.Series([default] * len(df), index=df.index, dtype=object)
+
+
+def ncol(df: pd.DataFrame, name) -> pd.Series:
+    return pd.to_numeric(col(df, name), errors="coerce")
+
+
+def cell(text_="", cls="", v=None, title=None) -> dict:
+    """One table cell for the template: display text, CSS class, sort value, tooltip."""
+    return {"text": text_, "cls": cls, "v": None if v is None else str(v), "title": title}
+
+
+def pct_cell(row) -> dict:
+    """The seed's % for one comparison row, coloured by sign, marked when not significant."""
+    p = num(row.get("pct"))
+    if math.isnan(p):
+        return cell("–", "na")
+    sig = is_true(row.get("significant"))
+    cls = ("pos" if p > 0 else "neg" if p < 0 else "zero") + ("" if sig else " ns")
+    tip = (f"left {fmt_ms(row.get('left_median_s'))} ms, right {fmt_ms(row.get('right_median_s'))}"
+           f" ms; ratio {fmt_ratio(row.get('ratio'))} [{fmt_ratio(row.get('ratio_ci_low'))}, "
+           f"{fmt_ratio(row.get('ratio_ci_high'))}]; Mann-Whitney p {fmt_p(row.get('mw_p'))}; "
+           + ("significant" if sig else "not significant"))
+    return cell(fmt_pct(p) + ("" if sig else " n.s."), cls, v=p, title=tip)
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    return df.to_dict("records") if len(df) else []
+
+
+def config_label(row, axes=("keras", "mode", "api", "input", "device"), sep=" · ") -> str:
+    return sep.join(text(row.get(a)) for a in axes if text(row.get(a)))

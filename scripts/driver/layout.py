@@ -1,0 +1,72 @@
+"""Every path and file-name pattern under results/: the one place that knows where things are.
+
+Paths are relative to the study's working directory (Snakemake's --directory), as the rules use
+them. A cell file is results/cells/<machine>/<env>/<cell_id>.r<repeat>.json; tfspeed.cells owns the
+cell id, this module the rest.
+"""
+import glob
+import os
+import re
+from pathlib import Path
+
+from tfspeed.cells import cell_id
+
+RESULTS = "results"
+CELLS = f"{RESULTS}/cells"
+TABLES = f"{RESULTS}/tables"
+ENVS = f"{RESULTS}/envs"
+CELLS_CSV = f"{TABLES}/cells.csv"
+WORKBOOK = f"{RESULTS}/study.xlsx"
+REPORT = f"{RESULTS}/report.html"
+SELFBENCH = f"{RESULTS}/selfbench.json"
+# What aggregation writes for the report beside the tables, so that the report never opens a cell
+# file: every process's samples and status, and the facts of every env and machine.
+PROCESSES_JSON = f"{TABLES}/processes.json"
+FACTS_JSON = f"{TABLES}/facts.json"
+
+# Snakemake output patterns (wildcards in braces) of the same paths.
+CELL_PATTERN = CELLS + "/{machine}/{env}/{cell}.r{rep}.json"
+ROUND_PATTERN = CELLS + "/{machine}/round{rep}.done"
+MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
+TABLE_PATTERN = TABLES + "/{table}.csv"
+
+CELL_FILE = re.compile(r"^(?P<cell>[^.].*)\.r(?P<rep>\d+)\.json$")
+
+
+def cell_path(machine, env, cell, repeat):
+    return f"{CELLS}/{machine}/{env}/{cell_id(cell)}.r{int(repeat)}.json"
+
+
+def table_path(name):
+    return f"{TABLES}/{name}.csv"
+
+
+def env_manifest(machine, env):
+    return f"{ENVS}/{machine}/{env}.json"
+
+
+def round_marker(machine, repeat):
+    return f"{CELLS}/{machine}/round{int(repeat)}.done"
+
+
+def parse_cell_path(path):
+    """(machine, env, cell_id, repeat) from a cell file's path, or None if the name is not one."""
+    path = Path(path)
+    match = CELL_FILE.match(path.name)
+    if not match:
+        return None
+    return path.parent.parent.name, path.parent.name, match["cell"], int(match["rep"])
+
+
+def other_machine_files(cells_root, machine, machines="all"):
+    """Cell files of machines other than `machine` under `cells_root` (results/cells) that a study
+    includes: every machine folder for "all", else the listed keys. Sorted, for a stable DAG."""
+    if machines == "all":
+        keys = sorted(os.listdir(cells_root)) if os.path.isdir(cells_root) else []
+    else:
+        keys = list(machines or [])
+    files = []
+    for key in keys:
+        if key != machine:
+            files += sorted(glob.glob(os.path.join(cells_root, key, "*", "*.r[0-9]*.json")))
+    return files

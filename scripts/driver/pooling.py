@@ -1,0 +1,162 @@
+"""From cell files to one row per cell: repeats (separate processes) pooled, the machine's
+attainable FLOP/s applied. `CELL_COLUMNS` is the column list of results/tables/cells.csv (its types:
+driver/bundle.py)."""
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from driver import compare
+from driver.ordering import env_order, sort_rows
+from tfspeed.cells import AXES
+
+CELL_COLUMNS = [
+    "machine", "env", "framework", "framework_version", "python", "keras", "keras_version",
+    "mode", "api", "input", "device", "model", "data", "status", "reason", "n_samples",
+    "n_repeats", "n_failed_repeats", "median_s", "ci_low_s", "ci_high_s", "ci_level",
+    "ci_rel_halfwidth", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
+    "drift", "drift_p", "drift_ratio", "between_rel_spread", "retraces", "stopped_by",
+    "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
+    "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
+    "warmup_calls", "warmup_capped", "too_few_samples", "foreign_cpu_share", "foreign_cpu_flag",
+    "threads",
+]
+
+
+def apply_machine_peaks(cells: pd.DataFrame) -> pd.DataFrame:
+    """Attainable FLOP/s per machine = its fastest ok matmul cell (seed 004's 1000 x 1000 matmul, in
+    NumPy and every framework's modes); every cell's efficiency is its achieved FLOP/s over that.
+    Machines without a matmul cell keep these columns empty."""
+    if cells.empty or "achieved_flops" not in cells:
+        return cells
+    ok = cells[(cells["status"] == "ok") & (cells["api"] == "matmul")]
+    # The best process, not the pooled median: a peak is what the machine can do, and a process
+    # that drew a worse memory layout or a busier neighbour says less about that.
+    best = ok["flops_per_step"] / ok["best_process_median_s"]
+    peaks = best.groupby(ok["machine"]).max()
+    for machine, peak in peaks.items():
+        if peak and peak > 0:
+            mask = cells["machine"] == machine
+            cells.loc[mask, "peak_flops"] = peak
+            cells.loc[mask, "efficiency"] = cells.loc[mask, "achieved_flops"] / peak
+    return cells
+
+
+def first(values: Iterable):
+    return next((v for v in values if v is not None), None)
+
+
+def _median_or_none(values: Iterable) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def _threads_text(threads: dict | None) -> str | None:
+    """'intra 0, inter 0, BLAS 2, OS 9' (0 = the framework's own choice), 'pinned N' first."""
+    if not threads:
+        return None
+    parts = ["pinned %d" % threads["pinned"]] if threads.get("pinned") else []
+    for key, label in (("intra_op_threads", "intra"), ("inter_op_threads", "inter")):
+        if threads.get(key) is not None:
+            parts.append(f"{label} {threads[key]}")
+    blas = sorted(set((threads.get("blas") or {}).values()))
+    if blas:
+        parts.append("BLAS " + "/".join(map(str, blas)))
+    if threads.get("os_threads") is not None:
+        parts.append(f"OS {threads['os_threads']}")
+    return ", ".join(parts)
+
+
+def _gpu_name(prov: dict) -> str | None:
+    gpus = (prov.get("machine") or {}).get("gpus")
+    if isinstance(gpus, list) and gpus:
+        return ", ".join(str(g.get("name", "gpu")) for g in gpus if isinstance(g, dict)) or None
+    return None
+
+
+def pool_cells(records: Sequence[dict], level: float = 0.95,
+               noisy_threshold: float = 0.10) -> tuple[pd.DataFrame, dict]:
+    """One row per (machine, env, cell_id) with its repeats pooled, and the pooled samples.
+
+    Returns (cells, samples): `cells` has CELL_COLUMNS in version order; `samples` maps
+    (machine, env, cell_id) of every ok cell to its samples, all ok repeats concatenated in repeat
+    order (as compare.pooled_summary pools them).
+
+    Status: ok when at least one repeat is ok (the reason then says how many repeats were not and
+    why); otherwise failed when any repeat failed, else skipped. `retraces` is the largest count of
+    retraces during timing in any repeat; `between_rel_spread` is empty with a single repeat.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for rec in records:
+        groups.setdefault((rec["machine"], rec["env"], rec["cell_id"]), []).append(rec)
+    rows, samples = [], {}
+    for (machine, env, cid), reps in groups.items():
+        reps = sorted(reps, key=lambda r: r["repeat"])
+        oks = [r for r in reps if r["status"] == "ok"]
+        bad = [r for r in reps if r["status"] != "ok"]
+        reasons = list(dict.fromkeys(f"{r['status']}: {r['reason']}" if oks else r["reason"]
+                                     for r in bad))
+        if oks:
+            status = "ok"
+            reason = (f"{len(bad)} of {len(reps)} repeats not ok, pooled the rest; "
+                      + " | ".join(reasons)) if bad else ""
+        else:
+            status = "failed" if any(r["status"] == "failed" for r in bad) else "skipped"
+            reason = " | ".join(reasons)
+        facts = first((r.get("framework_facts") or {}) for r in oks) or {}
+        provs = [r.get("provenance") or {} for r in (oks or reps)]
+        row = {
+            "machine": machine, "env": env, "cell_id": cid,
+            "framework": first(r.get("framework") for r in reps),
+            "framework_version": first(r.get("framework_version") for r in reps),
+            "python": first(r.get("python") for r in oks + bad),
+            "keras_version": facts.get("keras_version"),
+            "optimizer": facts.get("optimizer"),
+            "numpy_version": first(r.get("numpy_version") for r in oks + bad),
+            **{axis: reps[0][axis] for axis in AXES},
+            "status": status, "reason": reason,
+            "n_repeats": len(oks), "n_failed_repeats": len(bad),
+            "flops_per_step": first(r.get("flops_per_step") for r in reps),
+            "cpu_model": first((p.get("machine") or {}).get("cpu_model") for p in provs),
+            "gpu": first(_gpu_name(p) for p in provs),
+            "peak_rss_mb": max((p["peak_rss_mb"] for p in provs
+                                if isinstance(p.get("peak_rss_mb"), (int, float))), default=None),
+            "started_utc": min(r["started_utc"] for r in reps),
+        }
+        if oks:
+            pooled = compare.pooled_summary([r["samples_s"] for r in oks], level=level,
+                                            noisy_threshold=noisy_threshold)
+            samples[(machine, env, cid)] = np.concatenate(
+                [np.asarray(r["samples_s"], dtype=float) for r in oks])
+            retraces = [r.get("retraces_during_timing") for r in oks]
+            median = pooled["median_s"]
+            shares = [(r.get("cpu_window") or {}).get("foreign_cpu_share") for r in oks]
+            shares = [x for x in shares if x is not None]
+            row.update({
+                "best_process_median_s": min(float(np.median(r["samples_s"])) for r in oks),
+                "warmup_calls": _median_or_none([r.get("warmup_calls") for r in oks]),
+                "warmup_capped": any(r.get("warmup_stopped_by") == "cap" for r in oks),
+                "too_few_samples": any(bool(r.get("too_few_samples")) for r in oks),
+                "foreign_cpu_share": max(shares) if shares else None,
+                "foreign_cpu_flag": any(bool(r.get("foreign_cpu_flag")) for r in oks),
+                "threads": _threads_text(oks[0].get("threads")),
+                "n_samples": pooled["n"],
+                **{k: pooled[k] for k in ("median_s", "ci_low_s", "ci_high_s", "ci_level",
+                                          "ci_rel_halfwidth", "mean_s", "sd_s", "iqr_s",
+                                          "min_s", "max_s", "noisy", "drift", "drift_p",
+                                          "drift_ratio")},
+                "between_rel_spread": pooled["between_rel_spread"] if len(oks) > 1 else None,
+                "first_call_s": float(np.median([r["first_call_s"] for r in oks])),
+                "retraces": max((x for x in retraces if x is not None), default=None),
+                "stopped_by": ", ".join(dict.fromkeys(r["stopped_by"] for r in oks)),
+            })
+            flops = row["flops_per_step"]
+            if flops and median > 0:
+                row["achieved_flops"] = flops / median
+        else:
+            row["n_samples"] = 0
+        rows.append(row)
+    cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
+    if cells.empty:
+        return cells, samples
+    return sort_rows(cells, env_order(cells)), samples

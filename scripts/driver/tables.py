@@ -1,0 +1,76 @@
+"""The registry of the study's tables: one entry per table, read by the rules (their outputs), the
+workbook (sheets and the `about` sheet), the report (titles, what `+` means) and the tests.
+
+A comparison table pairs cells that differ in `factor`: the first-named side (`left`) against the
+other (`right`). Its `%` is the source study's `(1 - longer/shorter) * 100` in magnitude, `+` when
+the left side is faster. Summary tables (`factor` None) are not comparisons.
+"""
+from typing import NamedTuple
+
+
+class Table(NamedTuple):
+    name: str
+    title: str
+    factor: str | None  # the axis whose two values the rows compare; None: not a comparison
+    left: str | None  # the first-named side's value (None: a rule of its own, see description)
+    right: str | None
+    sign: str  # what `+` means
+    description: str
+
+
+REGISTRY = (
+    Table("tf2_vs_tf1", "TF2 vs TF1", "env", None, None,
+          "+ when the TF 2.x env (left) is faster than the TF 1.x reference env (right)",
+          "Each TF 2.x env vs the reference TF 1.x env ({ref}), same machine, model, data, mode, "
+          "API, input and device; same Keras flavour, except that in envs where tf.keras is "
+          "Keras 3 (TF >= 2.16) both keras3 and tf_keras stand for tf.keras. Standalone keras "
+          "pairs only with standalone keras. Left = TF2."),
+    Table("graph_vs_eager", "Graph vs Eager (GvE)", "mode", "graph", "eager",
+          "+ when graph mode is faster than eager",
+          "Graph (v1 graph mode) vs Eager, everything else equal. Left = Graph."),
+    Table("keras_vs_tfkeras", "keras vs tf.keras", "keras", None, None,
+          "+ when the first-named Keras is faster",
+          "Standalone keras vs tf.keras; Keras 3 vs tf_keras; the private "
+          "tensorflow.python.keras vs tf.keras; in one env. Left = the first-named."),
+    Table("numpy_vs_tfdata", "NumPy vs tf.data", "input", "numpy", "tfdata",
+          "+ when NumPy input is faster than tf.data",
+          "numpy arrays vs a tf.data.Dataset as input. Left = numpy."),
+    Table("fit_vs_train_on_batch", "fit vs train_on_batch", "api", "fit", "train_on_batch",
+          "+ when fit() is faster", "fit() vs train_on_batch(). Left = fit."),
+    Table("gpu_vs_cpu", "GPU vs CPU", "device", "gpu", "cpu", "+ when the GPU is faster",
+          "GPU vs CPU, same env and configuration. Left = GPU."),
+    Table("frameworks", "Frameworks", "framework", None, None,
+          "+ when the first-named framework is faster",
+          "Per model, data and device: the fastest cell of each env and mode (left) vs the TF "
+          "reference (right): the newest TF 2 env's eager cell with numpy input, a custom loop "
+          "where there is one, else fit, else any API (matmul); tf.keras before Keras 3, "
+          "tf_keras and no Keras."),
+    Table("machines", "Machines", "machine", None, None,
+          "+ when the first machine (alphabetical) is faster",
+          "The same cell (env and every axis) on two machines, when results of several "
+          "machines are combined. Left = the first machine key in alphabetical order."),
+    Table("versions", "Performance history", None, None, None, "",
+          "Median time per step of each configuration in every env, envs in version order: the "
+          "performance history across TF versions. fastest_env names the fastest."),
+    Table("guidance", "DO and DON'T", None, None, None, "",
+          "DO / DON'T per machine, model and data, like the seed's lists: DO = configurations "
+          "whose median is within the confidence interval of the fastest one's median; DONT = "
+          "at least 2x the fastest median."),
+)
+BY_NAME = {t.name: t for t in REGISTRY}
+NAMES = [t.name for t in REGISTRY]
+COMPARISONS = [t.name for t in REGISTRY if t.factor is not None]
+# The comparisons with one factor and two fixed values (the others pair by rules of their own).
+FACTOR_TABLES = {t.name: (t.factor, t.left, t.right) for t in REGISTRY
+                 if t.factor is not None and t.left is not None}
+# What the report and the workbook describe besides the registry's tables.
+EXTRA_SHEETS = {
+    "seed_view": "The source study's BENCHMARKS layout: seconds per iteration (median) for each "
+                 "model x data size, per TF env in Graph and Eager, then the TF2 vs TF1 % and the "
+                 "GvE (Graph vs Eager) % with the seed's sign conventions. Blocks by Keras "
+                 "flavour, API, input and device. In keras3 / tf_keras rows the reference env's "
+                 "columns show its tf.keras cell, which the % compares against.",
+    "cells": "Every cell (ok, failed, skipped), repeats pooled: axes, status and reason, median "
+             "and CI of the median, first call (build/trace), spread, noise and drift flags, "
+             "FLOP/s and provenance.",
+}

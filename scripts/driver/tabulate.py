@@ -1,0 +1,72 @@
+"""Aggregation: all cell files -> results/tables/*.csv (the tidy table of cells, the comparison
+and summary tables of the registry), the report's bundle beside them, and results/study.xlsx.
+
+1. Reads every cell file through driver/record.py (validated; a bad file stops the rule with an
+   error naming it: a silently dropped cell would make a table lie by omission).
+2. Pools the repeats of each cell (driver/pooling.py): one row per (machine, env, cell).
+3. Pairs ok cells that differ in one factor (driver/comparisons.py) and builds the summaries.
+4. Writes the CSVs (seconds, as measured), processes.json and facts.json for the report, and the
+   workbook for people (milliseconds, formatted).
+"""
+import datetime
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from driver import bundle, facts, record
+from driver.comparisons import build_tables
+from driver.ordering import env_order
+from driver.pooling import apply_machine_peaks, pool_cells
+from driver.seedview import seed_view
+from driver.tables import NAMES
+from driver.workbook import about_frame, workbook_sheets, write_workbook
+
+log = logging.getLogger("tfspeed.aggregate")
+
+
+def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
+             level: float, config: Mapping | None = None, n_boot: int = 2000,
+             now: datetime.datetime | None = None) -> dict:
+    """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
+    "records", "files", "env_order"}."""
+    files = [Path(f) for f in cell_files]
+    log.info("reading %d cell files", len(files))
+    records = record.load_cells(files)
+    cells, samples = pool_cells(records, level=level, noisy_threshold=noisy_threshold)
+    cells = apply_machine_peaks(cells)
+    log.info("%d cells (%s)", len(cells), cells["status"].value_counts().to_dict())
+    if not cells.empty and reference_env not in set(cells["env"]):
+        log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
+    tables = build_tables(cells, samples, reference_env, level=level, n_boot=n_boot)
+    envs = env_order(cells) if not cells.empty else []
+    seed = seed_view(cells, tables, reference_env, envs)
+    about = about_frame(cells, reference_env, level, noisy_threshold, config,
+                        now or datetime.datetime.now(datetime.timezone.utc))
+    return {"cells": cells, **tables, "seed_view": seed, "about": about, "records": records,
+            "files": [str(f) for f in files], "env_order": envs}
+
+
+def write_outputs(result: dict, out_csv, out_tables: Mapping[str, Path | str], out_xlsx,
+                  processes_json, facts_json) -> None:
+    """Every output file, each written atomically; tables named in `out_tables` only."""
+    unknown = set(out_tables) - set(NAMES)
+    if unknown:
+        raise ValueError(f"unknown tables {sorted(unknown)}; known: {NAMES}")
+    bundle.write_table(result["cells"], out_csv)
+    for name, path in out_tables.items():
+        bundle.write_table(result[name], path)
+        log.info("%s: %d rows -> %s", name, len(result[name]), path)
+    facts.write_bundle(result["records"], result["files"], processes_json, facts_json,
+                       env_order=result["env_order"])
+    tables = {name: result[name] for name in NAMES}
+    Path(out_xlsx).parent.mkdir(parents=True, exist_ok=True)
+    write_workbook(out_xlsx, workbook_sheets(tables, result["cells"], result["seed_view"],
+                                             result["about"]))
+    log.info("workbook -> %s", out_xlsx)
+
+
+def frames(result: dict) -> dict[str, pd.DataFrame]:
+    """The tables of a result (what tests compare), without the bundle's raw parts."""
+    return {k: v for k, v in result.items() if isinstance(v, pd.DataFrame)}

@@ -1,0 +1,162 @@
+"""Cell estimates and comparisons at the level where the variance is: the process.
+
+Why. On a shared machine the same cell's median moves by 5-30 % from one fresh process to the next
+(memory layout, thread placement, the neighbours), while thousands of samples pin one process's
+median to about 1 %. Samples within a process are therefore not independent evidence about the
+cell (they are autocorrelated too), and a test that treats them as such calls two processes of the
+same cell "different" most of the time. The unit of replication is the process, as Kalibera and
+Jones (2013) recommend: repeat at the level where the variance is.
+
+How.
+- Per process: the log of its median step time (logs, because effects on run time are ratios and
+  the spread between processes is roughly proportional to the time).
+- Per cell (k processes): the estimate is exp(mean of the log medians), with a Student-t interval
+  from the k log medians; the between-process spread is their standard deviation (about the
+  relative spread), the within-process spread the median of each process's own CI half-width.
+- Per comparison: the ratio of two cell estimates with Welch's t interval on the difference of
+  mean log medians (unequal spreads and process counts), and Welch's p-value.
+- Over the study: Benjamini-Hochberg on all comparisons' p-values (scipy's
+  false_discovery_control), so that at most a share q of the "faster"/"slower" verdicts are false.
+- Four verdicts: left faster / right faster (BH-adjusted p <= q and the CI excludes 1),
+  equivalent (the whole CI inside 1 +- min_effect, e.g. "TF 2 graph is as fast as TF 1 graph"
+  within 5 %), inconclusive (neither: more processes would tell).
+"""
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+LEFT_FASTER, RIGHT_FASTER = "left_faster", "right_faster"
+EQUIVALENT, INCONCLUSIVE = "equivalent", "inconclusive"
+VERDICTS = (LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIVE)
+
+
+def log_medians(medians: Sequence[float]) -> np.ndarray:
+    x = np.asarray(medians, dtype=float)
+    if x.size and not np.all(x > 0):
+        raise ValueError("process medians must be positive")
+    return np.log(x)
+
+
+def cell_estimate(medians: Sequence[float], level: float = 0.95) -> dict:
+    """The cell's step time from its processes' medians: estimate, process-level CI, spreads.
+
+    With one process there is no between-process information: the CI is NaN, and so is the spread.
+    """
+    logs = log_medians(medians)
+    k = int(logs.size)
+    if k == 0:
+        raise ValueError("a cell estimate needs at least one process")
+    mean = float(logs.mean())
+    out = {"k": k, "estimate_s": math.exp(mean), "ci_low_s": math.nan, "ci_high_s": math.nan,
+           "between_sd": math.nan}
+    if k >= 2:
+        sd = float(logs.std(ddof=1))
+        half = float(sps.t.ppf(0.5 + level / 2, k - 1)) * sd / math.sqrt(k)
+        out.update(ci_low_s=math.exp(mean - half), ci_high_s=math.exp(mean + half),
+                   between_sd=sd)
+    return out
+
+
+def welch(left_logs: np.ndarray, right_logs: np.ndarray, level: float = 0.95) -> dict:
+    """Ratio left/right of the cell estimates, Welch CI and p-value on the log scale."""
+    nl, nr = left_logs.size, right_logs.size
+    diff = float(left_logs.mean() - right_logs.mean())
+    out = {"ratio": math.exp(diff), "ratio_ci_low": math.nan, "ratio_ci_high": math.nan,
+           "p": math.nan, "df": math.nan, "n_left": int(nl), "n_right": int(nr)}
+    if nl < 2 or nr < 2:
+        return out
+    vl, vr = float(left_logs.var(ddof=1)) / nl, float(right_logs.var(ddof=1)) / nr
+    se = math.sqrt(vl + vr)
+    if se == 0.0:  # identical medians in every process: no spread to test against
+        out.update(ratio_ci_low=out["ratio"], ratio_ci_high=out["ratio"],
+                   p=0.0 if diff else 1.0, df=float(nl + nr - 2))
+        return out
+    df = (vl + vr) ** 2 / (vl ** 2 / (nl - 1) + vr ** 2 / (nr - 1))
+    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    p = float(sps.ttest_ind(left_logs, right_logs, equal_var=False).pvalue)
+    out.update(ratio_ci_low=math.exp(diff - half), ratio_ci_high=math.exp(diff + half), p=p,
+               df=float(df))
+    return out
+
+
+def paired(left_logs: np.ndarray, right_logs: np.ndarray, level: float = 0.95) -> dict:
+    """For sides run in adjacent pairs (process i of each side in the same round): a paired t on
+    the per-round log ratios, which removes what the rounds share (slow drift of the machine).
+    Use it only where the rounds really were interleaved; Welch otherwise."""
+    if left_logs.size != right_logs.size:
+        raise ValueError("a paired comparison needs one process per side in every round")
+    d = left_logs - right_logs
+    n = int(d.size)
+    out = {"ratio": math.exp(float(d.mean())), "ratio_ci_low": math.nan,
+           "ratio_ci_high": math.nan, "p": math.nan, "df": float(n - 1), "n_left": n,
+           "n_right": n}
+    if n < 2:
+        return out
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        out.update(ratio_ci_low=out["ratio"], ratio_ci_high=out["ratio"],
+                   p=0.0 if d.mean() else 1.0)
+        return out
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    out.update(ratio_ci_low=math.exp(float(d.mean()) - half),
+               ratio_ci_high=math.exp(float(d.mean()) + half),
+               p=float(sps.ttest_rel(left_logs, right_logs).pvalue))
+    return out
+
+
+def seed_pct(left_s: float, right_s: float) -> float:
+    """The source study's %: (1 - longer/shorter) * 100 in magnitude, + when left is faster."""
+    from driver.compare import seed_pct as pct
+
+    return pct(left_s, right_s)
+
+
+def bh_adjust(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (scipy.stats.false_discovery_control); NaN stays NaN
+    and takes no part (a comparison without a test is no discovery)."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    have = ~np.isnan(p)
+    if have.any():
+        out[have] = sps.false_discovery_control(p[have], method="bh")
+    return out
+
+
+def verdict(ratio_ci_low: float, ratio_ci_high: float, p_adjusted: float, q: float = 0.05,
+            min_effect: float = 0.05) -> str:
+    """One of VERDICTS: decided by the BH-adjusted p-value and the process-level CI."""
+    if any(math.isnan(v) for v in (ratio_ci_low, ratio_ci_high)):
+        return INCONCLUSIVE
+    if not math.isnan(p_adjusted) and p_adjusted <= q:
+        if ratio_ci_high < 1.0:
+            return LEFT_FASTER
+        if ratio_ci_low > 1.0:
+            return RIGHT_FASTER
+    if 1.0 / (1.0 + min_effect) <= ratio_ci_low and ratio_ci_high <= 1.0 + min_effect:
+        return EQUIVALENT
+    return INCONCLUSIVE
+
+
+def decide(comparisons, q: float = 0.05, min_effect: float = 0.05):
+    """Add `p_adjusted` (BH over every row given: pass the whole study's comparisons at once)
+    and `verdict` to a DataFrame with ratio_ci_low, ratio_ci_high and p."""
+    df = comparisons.copy()
+    df["p_adjusted"] = bh_adjust(df["p"].to_numpy(dtype=float)) if len(df) else []
+    df["verdict"] = [verdict(lo, hi, pa, q, min_effect) for lo, hi, pa in
+                     zip(df["ratio_ci_low"].astype(float), df["ratio_ci_high"].astype(float),
+                         df["p_adjusted"].astype(float))]
+    return df
+
+
+def mde(between_sd: float, k: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest ratio (> 1) that a comparison of two cells with k processes each detects with
+    `power`, given the between-process sd of log medians: the noncentral-t power of Welch's test
+    with equal spreads (statsmodels' TTestIndPower)."""
+    from statsmodels.stats.power import TTestIndPower
+
+    if k < 2 or not between_sd > 0:
+        return math.nan
+    d = TTestIndPower().solve_power(nobs1=k, alpha=alpha, power=power, ratio=1.0)
+    return math.exp(float(d) * between_sd)

@@ -1,0 +1,20 @@
+"""Rule tabulate_cells: all cell files -> results/tables/*.csv, the report's bundle and
+results/study.xlsx (driver/tabulate.py does the work)."""
+import sys
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 - the rule's log first
+
+import logging  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from driver.tabulate import tabulate, write_outputs  # noqa: E402
+
+logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                    format="%(asctime)s %(levelname)s %(message)s")
+smk = snakemake  # noqa: F821
+params = smk.params
+# Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.
+result = tabulate(list(smk.input.cells) + list(smk.input.others), params.reference_env,
+                  params.noisy_threshold, params.level, config=params.config)
+write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
+              smk.output.xlsx, smk.output.processes, smk.output.facts)
