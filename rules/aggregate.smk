@@ -33,6 +33,8 @@ rule tabulate_cells:
         reference_env=config["reference_env"],
         noisy_threshold=config["noisy_threshold"],
         level=config["stop"]["level"],
+        q=config["fdr_q"],
+        min_effect=config["min_effect"],
         config=config,
     script:
         "../scripts/tabulate_cells.py"

@@ -15,6 +15,7 @@ smk = snakemake  # noqa: F821
 params = smk.params
 # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.
 result = tabulate(list(smk.input.cells) + list(smk.input.others), params.reference_env,
-                  params.noisy_threshold, params.level, config=params.config)
+                  params.noisy_threshold, params.level, config=params.config, q=params.q,
+                  min_effect=params.min_effect)
 write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
               smk.output.xlsx, smk.output.processes, smk.output.facts)

@@ -102,7 +102,7 @@ def synthetic_study(root: Path, n_samples=60, big_cell_samples=0):
 def aggregate(root: Path, paths):
     """The real aggregation on cell files; returns the render kwargs for what it wrote."""
     tables_dir = root / "results" / "tables"
-    result = tab.tabulate(paths, "tf1.14", 0.1, 0.95, config=CONFIG, n_boot=200)
+    result = tab.tabulate(paths, "tf1.14", 0.1, 0.95, config=CONFIG)
     tables = {name: str(tables_dir / ("%s.csv" % name)) for name in NAMES}
     tab.write_outputs(result, tables_dir / "cells.csv", tables, root / "results" / "study.xlsx",
                       tables_dir / "processes.json", tables_dir / "facts.json")

@@ -1,12 +1,8 @@
-"""Comparisons between cells, shared by the tables and the report (driver side: Python 3.11+).
+"""The source study's `%` and the descriptive pooling of one cell's processes (driver side).
 
-Two readings of every pair of cells, side by side:
-- the source study's `%` (`seed_pct`), so its tables can be read next to ours;
-- a ratio of medians with a bootstrap CI and a significance verdict (`compare`), because a 5 %
-  difference between two noisy cells may be luck, which the seed's single means could not tell.
+Verdicts are not made here: a comparison's CI and p-value come from the processes
+(driver/verdicts.py), never from the samples of one process.
 """
-
-from __future__ import annotations
 
 import math
 from collections.abc import Sequence
@@ -17,13 +13,6 @@ from scipy import stats as sstats
 # scripts/ is on sys.path wherever this module is importable at all (Snakemake's script preamble
 # adds the script's folder; tests/conftest.py adds it for pytest), so the package imports plainly.
 from tfspeed import stats as tstats
-
-# Below this many samples on a side, neither the bootstrap nor Mann-Whitney means anything.
-MIN_SAMPLES = 3
-# See `compare`: both tests at this level, a mild guard against the many comparisons of a report.
-SIGNIFICANCE_P = 0.01
-# Bootstrap index matrices are drawn in chunks of about this many entries (32 MB of int64).
-_BOOT_CHUNK = 4_000_000
 
 
 def seed_pct(left_s: float, right_s: float) -> float:
@@ -43,85 +32,6 @@ def seed_pct(left_s: float, right_s: float) -> float:
         return 0.0
     magnitude = (max(left_s, right_s) / min(left_s, right_s) - 1.0) * 100.0
     return magnitude if left_s < right_s else -magnitude
-
-
-def _positive_samples(samples: Sequence[float], side: str) -> np.ndarray:
-    x = np.asarray(samples, dtype=float).ravel()
-    if x.size == 0:
-        raise ValueError(f"no {side} samples")
-    if not (np.all(np.isfinite(x)) and np.all(x > 0.0)):
-        raise ValueError(f"{side} samples must be positive, finite times")
-    return x
-
-
-def _bootstrap_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    out = np.empty(n_boot)
-    chunk = max(1, _BOOT_CHUNK // x.size)
-    for start in range(0, n_boot, chunk):
-        m = min(chunk, n_boot - start)
-        out[start:start + m] = np.median(x[rng.integers(0, x.size, size=(m, x.size))], axis=1)
-    return out
-
-
-def compare(left_samples: Sequence[float], right_samples: Sequence[float], level: float = 0.95,
-            n_boot: int = 2000, seed: int = 0) -> dict:
-    """Compare two cells' per-call times (seconds); "left" is the first-named side of `seed_pct`.
-
-    Keys: left_median_s, right_median_s, n_left, n_right, pct (seed_pct of the medians), ratio
-    (left median / right median: < 1 means left is faster), ratio_ci_low, ratio_ci_high, mw_p,
-    significant, verdict ("left faster", "right faster" or "not significant").
-
-    The ratio CI is a percentile bootstrap of the ratio of medians, each side resampled on its own
-    (the two cells ran in separate processes, so there is no pairing), with a fixed seed so that
-    reports are reproducible. `significant` needs both the CI to exclude 1 AND a two-sided
-    Mann-Whitney U p < 0.01: the bootstrap speaks to the quantity we report (the medians) but its
-    percentile interval is too narrow for small or heavily tied samples; Mann-Whitney is exact
-    about ranks but also reacts to a change of shape (a longer tail) with equal medians. Requiring
-    both keeps a verdict for differences that are real in the reported sense; 0.01 rather than
-    0.05 because a report makes dozens of comparisons (asv uses 0.002 plus a 1.1x factor).
-
-    With fewer than 3 samples on a side, the CI and p are None and nothing is significant.
-    """
-    x = _positive_samples(left_samples, "left")
-    y = _positive_samples(right_samples, "right")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"confidence level must be in (0, 1), not {level!r}")
-    left_median, right_median = float(np.median(x)), float(np.median(y))
-    ratio = left_median / right_median
-    result = {
-        "left_median_s": left_median,
-        "right_median_s": right_median,
-        "n_left": int(x.size),
-        "n_right": int(y.size),
-        "pct": seed_pct(left_median, right_median),
-        "ratio": ratio,
-        "ratio_ci_low": None,
-        "ratio_ci_high": None,
-        "mw_p": None,
-        "significant": False,
-        "verdict": "not significant",
-    }
-    if x.size < MIN_SAMPLES or y.size < MIN_SAMPLES:
-        return result
-
-    rng = np.random.default_rng(seed)
-    ratios = _bootstrap_medians(x, n_boot, rng) / _bootstrap_medians(y, n_boot, rng)
-    alpha = 1.0 - level
-    lo, hi = np.percentile(ratios, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
-    mw_p = float(sstats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    if math.isnan(mw_p):  # all values tied: no evidence of a difference
-        mw_p = 1.0
-    significant = (lo > 1.0 or hi < 1.0) and mw_p < SIGNIFICANCE_P
-    result.update(
-        ratio_ci_low=float(lo),
-        ratio_ci_high=float(hi),
-        mw_p=mw_p,
-        significant=bool(significant),
-        verdict=("left faster" if ratio < 1.0 else "right faster") if significant
-        else "not significant",
-    )
-    return result
 
 
 def _median_ci(x: np.ndarray, level: float) -> tuple[float, float, str]:

@@ -1,13 +1,15 @@
-"""The comparison tables: pairs of ok cells that differ in one factor, each compared with
-driver.compare (the source study's `%` beside a ratio with its CI and a verdict)."""
+"""The comparison tables: pairs of ok cells that differ in one factor, each compared at the
+process level (driver/verdicts.py): the source study's `%` beside the ratio of cell estimates with
+its Welch CI, the p-value, the study-wide Benjamini-Hochberg adjusted p-value and a verdict."""
+import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver import compare
+from driver import compare, verdicts
 from driver.ordering import SORT_ORDER, env_order, sort_rows
 from driver.summaries import guidance_table, versions_table
-from driver.tables import FACTOR_TABLES, NAMES
+from driver.tables import COMPARISONS, FACTOR_TABLES, NAMES
 from tfspeed.cells import AXES
 from tfspeed.versions import version_tuple
 
@@ -17,23 +19,43 @@ from tfspeed.versions import version_tuple
 KERAS_PAIRS = (("keras", "tf.keras"), ("keras3", "tf_keras"), ("tf.python.keras", "tf.keras"))
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
-           "significant", "verdict", "mw_p", "n_left", "n_right"]
+           "p", "p_adjusted", "verdict", "significant", "n_left", "n_right"]
 
 
 class Comparer:
-    """compare.compare on pooled samples, each pair computed once (a pair can appear in several
-    tables, and the bootstrap is the slow part)."""
+    """verdicts.welch on the two cells' per-process log medians, each pair computed once. The
+    verdict needs every comparison of the study (Benjamini-Hochberg): `decide_study` adds it."""
 
-    def __init__(self, samples: Mapping, level: float = 0.95, n_boot: int = 2000):
-        self.samples, self.level, self.n_boot = samples, level, n_boot
+    def __init__(self, logs: Mapping, level: float = 0.95):
+        self.logs, self.level = logs, level
         self._cache: dict = {}
 
     def __call__(self, left_key: tuple, right_key: tuple) -> dict:
         key = (left_key, right_key)
         if key not in self._cache:
-            self._cache[key] = compare.compare(self.samples[left_key], self.samples[right_key],
-                                               level=self.level, n_boot=self.n_boot)
+            left, right = self.logs[left_key], self.logs[right_key]
+            out = verdicts.welch(left, right, self.level)
+            le, re_ = math.exp(float(left.mean())), math.exp(float(right.mean()))
+            out.update(left_median_s=le, right_median_s=re_, pct=compare.seed_pct(le, re_),
+                       p_adjusted=math.nan, verdict=None, significant=None)
+            self._cache[key] = out
         return self._cache[key]
+
+
+def decide_study(tables: dict, q: float, min_effect: float) -> None:
+    """Verdicts for every comparison row of the study at once: BH over all of them (in place)."""
+    names = [n for n in COMPARISONS if n in tables and len(tables[n])]
+    if not names:
+        return
+    stacked = pd.concat([tables[n][["ratio_ci_low", "ratio_ci_high", "p"]] for n in names],
+                        keys=names)
+    decided = verdicts.decide(stacked, q=q, min_effect=min_effect)
+    for name in names:
+        part = decided.loc[name]
+        tables[name]["p_adjusted"] = part["p_adjusted"].to_numpy()
+        tables[name]["verdict"] = part["verdict"].to_numpy()
+        tables[name]["significant"] = part["verdict"].isin(
+            [verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER]).to_numpy()
 
 
 def ok_cells(cells: pd.DataFrame) -> pd.DataFrame:
@@ -207,11 +229,11 @@ def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str])
     return pd.DataFrame(rows, columns=columns)
 
 
-def build_tables(cells: pd.DataFrame, samples: Mapping, reference_env: str, level: float = 0.95,
-                 n_boot: int = 2000) -> dict[str, pd.DataFrame]:
-    """Every table of the registry from the pooled cells and their samples."""
+def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: float = 0.95,
+                 q: float = 0.05, min_effect: float = 0.05) -> dict[str, pd.DataFrame]:
+    """Every table of the registry from the pooled cells and their processes' log medians."""
     envs = env_order(cells) if not cells.empty else []
-    comparer = Comparer(samples, level=level, n_boot=n_boot)
+    comparer = Comparer(logs, level=level)
     tables = {"tf2_vs_tf1": tf2_vs_tf1_table(cells, comparer, reference_env, envs)}
     for name, (factor, left, right) in FACTOR_TABLES.items():
         if left is not None:
@@ -221,4 +243,5 @@ def build_tables(cells: pd.DataFrame, samples: Mapping, reference_env: str, leve
     tables["machines"] = machines_table(cells, comparer, envs)
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)
+    decide_study(tables, q, min_effect)
     return {name: tables[name] for name in NAMES}

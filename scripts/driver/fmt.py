@@ -99,8 +99,8 @@ def pct_cell(row) -> dict:
     cls = ("pos" if p > 0 else "neg" if p < 0 else "zero") + ("" if sig else " ns")
     tip = (f"left {fmt_ms(row.get('left_median_s'))} ms, right {fmt_ms(row.get('right_median_s'))}"
            f" ms; ratio {fmt_ratio(row.get('ratio'))} [{fmt_ratio(row.get('ratio_ci_low'))}, "
-           f"{fmt_ratio(row.get('ratio_ci_high'))}]; Mann-Whitney p {fmt_p(row.get('mw_p'))}; "
-           + ("significant" if sig else "not significant"))
+           f"{fmt_ratio(row.get('ratio_ci_high'))}]; p {fmt_p(row.get('p'))}, BH-adjusted "
+           f"{fmt_p(row.get('p_adjusted'))}; {text(row.get('verdict'), 'no verdict')}")
     return cell(fmt_pct(p) + ("" if sig else " n.s."), cls, v=p, title=tip)
 
 

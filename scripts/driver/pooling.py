@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from driver import compare
+from driver import compare, drift, verdicts
 from driver.ordering import env_order, sort_rows
 from tfspeed.cells import AXES
 
@@ -15,7 +15,7 @@ CELL_COLUMNS = [
     "mode", "api", "input", "device", "model", "data", "status", "reason", "n_samples",
     "n_repeats", "n_failed_repeats", "median_s", "ci_low_s", "ci_high_s", "ci_level",
     "ci_rel_halfwidth", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
-    "drift", "drift_p", "drift_ratio", "between_rel_spread", "retraces", "stopped_by",
+    "drift", "drift_p", "drift_ratio", "between_sd", "within_ci_rel", "retraces", "stopped_by",
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
     "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
     "warmup_calls", "warmup_capped", "too_few_samples", "foreign_cpu_share", "foreign_cpu_flag",
@@ -76,20 +76,25 @@ def _gpu_name(prov: dict) -> str | None:
 
 def pool_cells(records: Sequence[dict], level: float = 0.95,
                noisy_threshold: float = 0.10) -> tuple[pd.DataFrame, dict]:
-    """One row per (machine, env, cell_id) with its repeats pooled, and the pooled samples.
+    """One row per (machine, env, cell_id) with its repeats (processes) pooled.
 
-    Returns (cells, samples): `cells` has CELL_COLUMNS in version order; `samples` maps
-    (machine, env, cell_id) of every ok cell to its samples, all ok repeats concatenated in repeat
-    order (as compare.pooled_summary pools them).
+    Returns (cells, logs): `cells` has CELL_COLUMNS in version order; `logs` maps (machine, env,
+    cell_id) of every ok cell to the log medians of its ok processes, what comparisons test.
+
+    median_s, ci_low_s, ci_high_s: the cell estimate and its CI from the processes
+    (verdicts.cell_estimate; no CI with one process). n_samples, mean_s, sd_s, iqr_s, min_s,
+    max_s describe all samples pooled. between_sd: sd of the processes' log medians (about their
+    relative spread); within_ci_rel: the median process's own CI half-width over its median.
+    noisy: between_sd above the threshold; drift: any process drifts (driver/drift.py).
 
     Status: ok when at least one repeat is ok (the reason then says how many repeats were not and
     why); otherwise failed when any repeat failed, else skipped. `retraces` is the largest count of
-    retraces during timing in any repeat; `between_rel_spread` is empty with a single repeat.
+    retraces during timing in any repeat.
     """
     groups: dict[tuple, list[dict]] = {}
     for rec in records:
         groups.setdefault((rec["machine"], rec["env"], rec["cell_id"]), []).append(rec)
-    rows, samples = [], {}
+    rows, logs = [], {}
     for (machine, env, cid), reps in groups.items():
         reps = sorted(reps, key=lambda r: r["repeat"])
         oks = [r for r in reps if r["status"] == "ok"]
@@ -126,14 +131,19 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
         if oks:
             pooled = compare.pooled_summary([r["samples_s"] for r in oks], level=level,
                                             noisy_threshold=noisy_threshold)
-            samples[(machine, env, cid)] = np.concatenate(
-                [np.asarray(r["samples_s"], dtype=float) for r in oks])
+            # The cell's estimate and CI from its processes (driver/verdicts.py): the samples of
+            # one process are not independent evidence about the cell.
+            est = verdicts.cell_estimate(pooled["per_process_medians"], level)
+            logs[(machine, env, cid)] = verdicts.log_medians(pooled["per_process_medians"])
+            trends = [drift.block_trend(r["samples_s"]) for r in oks]
+            worst = min(trends, key=lambda t: t["drift_p"] if t["drift_p"] is not None else 2.0)
             retraces = [r.get("retraces_during_timing") for r in oks]
-            median = pooled["median_s"]
+            median = est["estimate_s"]
             shares = [(r.get("cpu_window") or {}).get("foreign_cpu_share") for r in oks]
             shares = [x for x in shares if x is not None]
+            within = [(r.get("summary") or {}).get("ci_rel_halfwidth") for r in oks]
             row.update({
-                "best_process_median_s": min(float(np.median(r["samples_s"])) for r in oks),
+                "best_process_median_s": min(pooled["per_process_medians"]),
                 "warmup_calls": _median_or_none([r.get("warmup_calls") for r in oks]),
                 "warmup_capped": any(r.get("warmup_stopped_by") == "cap" for r in oks),
                 "too_few_samples": any(bool(r.get("too_few_samples")) for r in oks),
@@ -141,11 +151,16 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
                 "foreign_cpu_flag": any(bool(r.get("foreign_cpu_flag")) for r in oks),
                 "threads": _threads_text(oks[0].get("threads")),
                 "n_samples": pooled["n"],
-                **{k: pooled[k] for k in ("median_s", "ci_low_s", "ci_high_s", "ci_level",
-                                          "ci_rel_halfwidth", "mean_s", "sd_s", "iqr_s",
-                                          "min_s", "max_s", "noisy", "drift", "drift_p",
-                                          "drift_ratio")},
-                "between_rel_spread": pooled["between_rel_spread"] if len(oks) > 1 else None,
+                "median_s": median, "ci_low_s": est["ci_low_s"], "ci_high_s": est["ci_high_s"],
+                "ci_level": level,
+                "ci_rel_halfwidth": (est["ci_high_s"] - est["ci_low_s"]) / 2.0 / median,
+                **{k: pooled[k] for k in ("mean_s", "sd_s", "iqr_s", "min_s", "max_s")},
+                # noisy: the processes disagree by more than the threshold (sd of log medians)
+                "noisy": bool(est["between_sd"] > noisy_threshold),
+                "drift": any(t["drift"] for t in trends),
+                "drift_p": worst["drift_p"], "drift_ratio": worst["drift_ratio"],
+                "between_sd": est["between_sd"],
+                "within_ci_rel": _median_or_none(within),
                 "first_call_s": float(np.median([r["first_call_s"] for r in oks])),
                 "retraces": max((x for x in retraces if x is not None), default=None),
                 "stopped_by": ", ".join(dict.fromkeys(r["stopped_by"] for r in oks)),
@@ -158,5 +173,5 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
         rows.append(row)
     cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
     if cells.empty:
-        return cells, samples
-    return sort_rows(cells, env_order(cells)), samples
+        return cells, logs
+    return sort_rows(cells, env_order(cells)), logs

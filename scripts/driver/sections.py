@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from driver import compare
 from driver.fmt import num, records, text, version_key
 
 SELFBENCH_GOALS = {
@@ -104,8 +103,8 @@ def method_view(config: Mapping, selfbench_path) -> dict:
         "timeout": text(config.get("cell_timeout_s"), "?"),
         "memory": text(config.get("cell_memory_mb"), "?"),
         "reference_env": text(config.get("reference_env"), "?"),
-        "sig_p": compare.SIGNIFICANCE_P,
-        "min_samples": compare.MIN_SAMPLES,
+        "q": num(config.get("fdr_q", 0.05)),
+        "min_effect": num(config.get("min_effect", 0.05)),
         "selfbench": read_selfbench(selfbench_path),
         "selfbench_path": str(selfbench_path or "results/selfbench.json"),
         "config_json": json.dumps(config, indent=2, sort_keys=True, default=str),

@@ -27,19 +27,19 @@ log = logging.getLogger("tfspeed.aggregate")
 
 
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
-             level: float, config: Mapping | None = None, n_boot: int = 2000,
-             now: datetime.datetime | None = None) -> dict:
+             level: float, config: Mapping | None = None, q: float = 0.05,
+             min_effect: float = 0.05, now: datetime.datetime | None = None) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
-    cells, samples = pool_cells(records, level=level, noisy_threshold=noisy_threshold)
+    cells, logs = pool_cells(records, level=level, noisy_threshold=noisy_threshold)
     cells = apply_machine_peaks(cells)
     log.info("%d cells (%s)", len(cells), cells["status"].value_counts().to_dict())
     if not cells.empty and reference_env not in set(cells["env"]):
         log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
-    tables = build_tables(cells, samples, reference_env, level=level, n_boot=n_boot)
+    tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect)
     envs = env_order(cells) if not cells.empty else []
     seed = seed_view(cells, tables, reference_env, envs)
     about = about_frame(cells, reference_env, level, noisy_threshold, config,

@@ -109,7 +109,7 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
                + [{"label": "left", "num": False}, {"label": "right", "num": False},
                   {"label": "left ms", "num": True}, {"label": "right ms", "num": True},
                   {"label": "%", "num": True}, {"label": "ratio [CI]", "num": True},
-                  {"label": "verdict", "num": False}, {"label": "MW p", "num": True}])
+                  {"label": "verdict", "num": False}, {"label": "p (BH)", "num": True}])
     rows = []
     for r in recs:
         lname, rname = side_label(r, left) or "left", side_label(r, right) or "right"
@@ -118,6 +118,8 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
             verdict = f"{lname} faster"
         elif verdict.startswith("right"):
             verdict = f"{rname} faster"
+        elif verdict == "equivalent":
+            verdict = "equivalent (within min_effect)"
         elif not verdict:
             verdict = "significant" if is_true(r.get("significant")) else "not significant"
         rows.append([cell(text(r.get(c))) for c in shared_v] + [
@@ -128,7 +130,7 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
             cell(f"{fmt_ratio(r.get('ratio'))} [{fmt_ratio(r.get('ratio_ci_low'))}, "
                  f"{fmt_ratio(r.get('ratio_ci_high'))}]", "num", v=num(r.get("ratio"))),
             cell(verdict, "" if is_true(r.get("significant")) else "ns"),
-            cell(fmt_p(r.get("mw_p")), "num", v=num(r.get("mw_p"))),
+            cell(fmt_p(r.get("p_adjusted")), "num", v=num(r.get("p_adjusted"))),
         ])
     view["full"] = {"id": f"t-{name}", "columns": columns, "rows": rows}
     return view
@@ -246,8 +248,8 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
                     cell("noisy" if noisy else "", "warn" if noisy else ""),
                     cell(f"{(q75 - q25) / med:.1%}" if med > 0 else "–", "num",
                          v=(q75 - q25) / med if med > 0 else None),
-                    cell(fmt_num(num(row.get("between_rel_spread")), ".1%"), "num",
-                         v=num(row.get("between_rel_spread"))),
+                    cell(fmt_num(num(row.get("between_sd")), ".1%"), "num",
+                         v=num(row.get("between_sd"))),
                 ])
         n_big = sum(1 for p in panels if np.asarray(p["samples"]).size > MAX_PLOT_POINTS)
         figures.append({"machine": machine, "env": env, "n": len(panels),

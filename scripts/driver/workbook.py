@@ -11,7 +11,6 @@ import pandas as pd
 import yaml
 from xlsxwriter.utility import xl_col_to_name
 
-from driver import compare
 from driver.ordering import env_order
 from driver.pooling import first
 from driver.seedview import SEED_INDEX, SIG_PREFIX
@@ -57,18 +56,21 @@ def about_frame(cells: pd.DataFrame, reference_env: str, level: float, noisy_thr
                    "faster; GvE (Graph vs Eager): + if Graph is faster; likewise keras vs "
                    "tf.keras, numpy vs tf.data, fit vs train_on_batch, GPU vs CPU. Example: left "
                    "1 s, right 2 s -> +100.0 %; left 3 s, right 2 s -> -50.0 %."),
-        ("ratio", f"left median / right median (< 1: left faster), with a {level:.0%} "
-                  "percentile-bootstrap CI (each side resampled on its own, fixed seed)."),
-        ("significant", f"TRUE when the ratio's CI excludes 1 AND a two-sided Mann-Whitney U "
-                        f"test on the samples gives p < {compare.SIGNIFICANCE_P}. Non-significant "
-                        "rows are grey; significant % cells are green (left faster) or red "
-                        "(left slower)."),
-        ("median CI", f"{level:.0%} distribution-free CI of the median from order statistics "
-                      "over all samples of all repeats (separate processes) of a cell."),
-        ("flags", f"noisy: IQR/median > {noisy_threshold}; drift: a Mann-Kendall trend over "
-                  "the iteration index with p < 0.01 and last/first-quarter median ratio "
-                  "(drift_ratio) off by > 5 %: the seed's 'rising stem plot'. "
-                  "between_rel_spread: (max - min) / median of the per-process medians."),
+        ("median", "A cell's step time: the geometric mean of its processes' medians (each "
+                   "process a fresh Python; repeats in config), with a "
+                   f"{level:.0%} Student-t CI from the processes (none with one process)."),
+        ("ratio", f"left / right cell estimate (< 1: left faster), with a {level:.0%} Welch CI "
+                  "from the two cells' per-process log medians; p: Welch's test; p_adjusted: "
+                  "Benjamini-Hochberg over every comparison of the study."),
+        ("verdict", "left_faster / right_faster: p_adjusted <= q and the CI excludes 1; "
+                    "equivalent: the whole CI within 1 +- min_effect; inconclusive: neither "
+                    "(more processes would tell). significant = left_faster or right_faster. "
+                    "Non-significant rows are grey; significant % cells are green (left faster) "
+                    "or red (left slower)."),
+        ("flags", f"noisy: the processes' log medians spread by more than {noisy_threshold} "
+                  "(between_sd); drift: in some process, a Kendall trend of 16 block medians "
+                  "with p < 0.01 and last/first-quarter ratio (drift_ratio) off by > 5 %: the "
+                  "seed's 'rising stem plot'. within_ci_rel: a process's own CI half-width."),
     ]
     rows += [(f"sheet {name}", text.format(ref=reference_env))
              for name, text in ABOUT_SHEETS.items()]
@@ -99,11 +101,11 @@ def _number_format(col: str) -> str | None:
         return "0.0000_)"
     if col == "pct" or "%" in col:
         return '+0.0"%"_);-0.0"%"_);0.0"%"_)'
-    if col in ("ci_rel_halfwidth", "between_rel_spread", "efficiency"):
+    if col in ("ci_rel_halfwidth", "within_ci_rel", "efficiency"):
         return "0.0%_)"
     if col.startswith("ratio") or col in ("drift_ratio", "ci_level"):
         return "0.000_)"
-    if col in ("mw_p", "drift_p"):
+    if col in ("p", "p_adjusted", "drift_p", "between_sd"):
         return "0.0000_)"
     if col in ("flops_per_step", "achieved_flops", "peak_flops"):
         return "0.00E+00_)"
