@@ -25,6 +25,7 @@ include: "rules/report.smk"
 # the study); timing jobs and env builds go to the executor.
 localrules:
     finish_round,
+    plan_round,
     tabulate_cells,
     render_report,
 

@@ -3,7 +3,7 @@
 
 rule tabulate_cells:
     input:
-        cells=cell_files(),
+        cells=lambda wildcards: cell_files(),
         others=other_machine_cells,
     output:
         cells_csv=report(
@@ -35,6 +35,11 @@ rule tabulate_cells:
         level=config["stop"]["level"],
         q=config["fdr_q"],
         min_effect=config["min_effect"],
+        allocation=lambda wildcards: {
+            "repeats": REPEATS,
+            "max_repeats": ALLOCATION["max_repeats"],
+            "budget_s": ALLOCATION["budget_s"],
+        },
         config=config,
     script:
         "../scripts/tabulate_cells.py"

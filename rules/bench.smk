@@ -42,3 +42,25 @@ rule finish_round:
         "../envs/workflow/driver.yaml"
     shell:
         "echo round {wildcards.rep} done > {log}"
+
+
+checkpoint plan_round:
+    input:
+        cells=files_before_round,
+    output:
+        plan=layout.PLAN_PATTERN,
+    log:
+        "logs/plan_round/{machine}/round{rep}.log",
+    conda:
+        "../envs/workflow/driver.yaml"
+    params:
+        reference_env=config["reference_env"],
+        noisy_threshold=config["noisy_threshold"],
+        level=config["stop"]["level"],
+        q=config["fdr_q"],
+        min_effect=config["min_effect"],
+        repeats=REPEATS,
+        max_repeats=ALLOCATION["max_repeats"],
+        budget_s=ALLOCATION["budget_s"],
+    script:
+        "../scripts/plan_round.py"

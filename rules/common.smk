@@ -172,11 +172,44 @@ if not CELLS:
     config_error("grids", "the grids hold no cell that can exist in the study's envs")
 
 
+REPEATS = config["repeats"]
+ALLOCATION = config["allocation"]
+EXTRA_ROUNDS = (
+    max(0, ALLOCATION["max_repeats"] - REPEATS) if ALLOCATION["budget_s"] > 0 else 0
+)
+CELL_BY_ID = {(env, tfcells.cell_id(cell)): (env, cell) for env, cell in CELLS}
+
+
+def round_cells(machine, rep):
+    """[(env, cell)] of round `rep`: every cell in the first `repeats` rounds; after them, the
+    cells the checkpoint plan_round chose (driver/allocation.py), possibly none."""
+    if rep < REPEATS:
+        return CELLS
+    plan = checkpoints.plan_round.get(machine=machine, rep=rep).output.plan
+    with open(plan) as handle:
+        chosen = json.load(handle)["cells"]
+    return [CELL_BY_ID[tuple(key)] for key in chosen if tuple(key) in CELL_BY_ID]
+
+
 def cell_files(rep=None, machine=None):
-    """This study's cell files (all repeats, or one), under this machine's key unless told."""
-    reps = range(config["repeats"]) if rep is None else [rep]
+    """This study's cell files (every round, or one), under this machine's key unless told.
+    Every round: the first `repeats`, then extra rounds until a plan chooses no cell."""
     machine = machine or MACHINE
-    return [layout.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS]
+    if rep is not None:
+        return [layout.cell_path(machine, e, c, rep) for e, c in round_cells(machine, rep)]
+    files = []
+    for r in range(REPEATS + EXTRA_ROUNDS):
+        chosen = round_cells(machine, r)
+        if not chosen:
+            break
+        files += [layout.cell_path(machine, e, c, r) for e, c in chosen]
+    return files
+
+
+def files_before_round(wildcards):
+    """What plan_round decides from: the cell files of every round before this one."""
+    rep = int(wildcards.rep)
+    return [f for r in range(rep) for f in cell_files(r, wildcards.machine)]
 
 
 def stop_rule(model):

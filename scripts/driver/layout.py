@@ -29,6 +29,8 @@ CELL_PATTERN = CELLS + "/{machine}/{env}/{cell}.r{rep}.json"
 ROUND_PATTERN = CELLS + "/{machine}/round{rep}.done"
 MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
+# The allocation's plan of each extra round (rounds after the first `repeats`).
+PLAN_PATTERN = RESULTS + "/rounds/{machine}/round{rep}.json"
 
 CELL_FILE = re.compile(r"^(?P<cell>[^.].*)\.r(?P<rep>\d+)\.json$")
 

@@ -19,7 +19,7 @@ CELL_COLUMNS = [
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
     "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
     "warmup_calls", "warmup_capped", "too_few_samples", "foreign_cpu_share", "foreign_cpu_flag",
-    "threads",
+    "threads", "process_wall_s", "allocation",
 ]
 
 
@@ -144,6 +144,8 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
             within = [(r.get("summary") or {}).get("ci_rel_halfwidth") for r in oks]
             row.update({
                 "best_process_median_s": min(pooled["per_process_medians"]),
+                "process_wall_s": _median_or_none(
+                    [(r.get("provenance") or {}).get("cell_wall_s") for r in oks]),
                 "warmup_calls": _median_or_none([r.get("warmup_calls") for r in oks]),
                 "warmup_capped": any(r.get("warmup_stopped_by") == "cap" for r in oks),
                 "too_few_samples": any(bool(r.get("too_few_samples")) for r in oks),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from driver import bundle, facts, record
+from driver.allocation import stop_reasons
 from driver.comparisons import build_tables
 from driver.ordering import env_order
 from driver.pooling import apply_machine_peaks, pool_cells
@@ -28,9 +29,11 @@ log = logging.getLogger("tfspeed.aggregate")
 
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
              level: float, config: Mapping | None = None, q: float = 0.05,
-             min_effect: float = 0.05, now: datetime.datetime | None = None) -> dict:
+             min_effect: float = 0.05, allocation: Mapping | None = None,
+             now: datetime.datetime | None = None) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
-    "records", "files", "env_order"}."""
+    "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
+    per cell why it got no more processes (cells.csv `allocation`)."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
@@ -40,6 +43,11 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     if not cells.empty and reference_env not in set(cells["env"]):
         log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect)
+    if allocation and not cells.empty:
+        why = stop_reasons(cells, tables, records, allocation["repeats"],
+                           allocation["max_repeats"], allocation["budget_s"])
+        cells["allocation"] = [why.get(k) for k in zip(cells["machine"], cells["env"],
+                                                        cells["cell_id"])]
     envs = env_order(cells) if not cells.empty else []
     seed = seed_view(cells, tables, reference_env, envs)
     about = about_frame(cells, reference_env, level, noisy_threshold, config,
