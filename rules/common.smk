@@ -178,6 +178,15 @@ EXTRA_ROUNDS = (
     max(0, ALLOCATION["max_repeats"] - REPEATS) if ALLOCATION["budget_s"] > 0 else 0
 )
 CELL_BY_ID = {(env, tfcells.cell_id(cell)): (env, cell) for env, cell in CELLS}
+# A/A calibration: `twins` cells, spread evenly over the study, also run as independent twin
+# cells under the machine key <machine>.twin; the `twins` table compares each with its original.
+TWINS = (
+    [CELLS[round(i * (len(CELLS) - 1) / max(1, config["twins"] - 1))]
+     for i in range(config["twins"])]
+    if config["twins"]
+    else []
+)
+TWINS = list({(e, tfcells.cell_id(c)): (e, c) for e, c in TWINS}.values())
 
 
 def round_cells(machine, rep):
@@ -196,13 +205,22 @@ def cell_files(rep=None, machine=None):
     Every round: the first `repeats`, then extra rounds until a plan chooses no cell."""
     machine = machine or MACHINE
     if rep is not None:
-        return [layout.cell_path(machine, e, c, rep) for e, c in round_cells(machine, rep)]
+        return round_files(machine, rep)
     files = []
     for r in range(REPEATS + EXTRA_ROUNDS):
-        chosen = round_cells(machine, r)
+        chosen = round_files(machine, r)
         if not chosen:
             break
-        files += [layout.cell_path(machine, e, c, r) for e, c in chosen]
+        files += chosen
+    return files
+
+
+def round_files(machine, rep):
+    """Cell files of one round: the chosen cells, and in the first rounds the twin cells."""
+    files = [layout.cell_path(machine, e, c, rep) for e, c in round_cells(machine, rep)]
+    if rep < REPEATS:
+        twin = layout.twin_key(machine)
+        files += [layout.cell_path(twin, e, c, rep) for e, c in TWINS]
     return files
 
 
@@ -236,7 +254,7 @@ def env_file(wildcards):
 
 
 def env_manifest(wildcards):
-    return layout.env_manifest(wildcards.machine, wildcards.env)
+    return layout.env_manifest(layout.base_machine(wildcards.machine), wildcards.env)
 
 
 def cell_inputs(wildcards):
@@ -247,7 +265,8 @@ def cell_inputs(wildcards):
         out["manifest"] = env_manifest(wildcards)
     rep = int(wildcards.rep)
     if rep > 0:
-        out["previous_round"] = ancient(layout.round_marker(wildcards.machine, rep - 1))
+        machine = layout.base_machine(wildcards.machine)
+        out["previous_round"] = ancient(layout.round_marker(machine, rep - 1))
     return out
 
 

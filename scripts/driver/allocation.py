@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from driver import layout
 from driver.tables import COMPARISONS
 
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
@@ -47,7 +48,7 @@ def plan_next_round(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], rec
     spent = spent_extra_s(records, repeats)
     left = max(0.0, budget_s - spent)
     status = stop_reasons(cells, tables, records, repeats, max_repeats, budget_s)
-    ok = cells[cells["status"] == "ok"].copy()
+    ok = cells[(cells["status"] == "ok") & ~cells["machine"].map(layout.is_twin)].copy()
     ok["_key"] = list(zip(ok["machine"], ok["env"], ok["cell_id"]))
     wanted = ok[ok["_key"].map(lambda k: status.get(k) is None)]
     wanted = wanted.assign(_width=(wanted["ci_high_s"] - wanted["ci_low_s"]) / wanted["median_s"])

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver import compare, verdicts
+from driver import compare, layout, verdicts
 from driver.ordering import SORT_ORDER, env_order, sort_rows
 from driver.summaries import guidance_table, versions_table
 from driver.tables import COMPARISONS, FACTOR_TABLES, NAMES
@@ -229,11 +229,36 @@ def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str])
     return pd.DataFrame(rows, columns=columns)
 
 
+def twins_table(cells: pd.DataFrame, comparer: Comparer) -> pd.DataFrame:
+    """Each twin cell (machine key <machine>.twin) vs the same cell of its machine."""
+    columns = ["machine", "env", "framework_version", *AXES, *METRICS, "left_cell_id",
+               "right_cell_id"]
+    if cells.empty:
+        return pd.DataFrame(columns=columns)
+    ok = ok_cells(cells)
+    twins = ok[ok["machine"].map(layout.is_twin)]
+    rows = []
+    for rec in twins.to_dict("records"):
+        base = layout.base_machine(rec["machine"])
+        right = (base, rec["env"], rec["cell_id"])
+        if right not in comparer.logs:
+            continue
+        result = comparer((rec["machine"], rec["env"], rec["cell_id"]), right)
+        row = {c: rec[c] for c in ["env", "framework_version", *AXES]}
+        row.update(machine=base, left_cell_id=rec["cell_id"], right_cell_id=rec["cell_id"],
+                   **{m: result[m] for m in METRICS})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: float = 0.95,
                  q: float = 0.05, min_effect: float = 0.05) -> dict[str, pd.DataFrame]:
     """Every table of the registry from the pooled cells and their processes' log medians."""
     envs = env_order(cells) if not cells.empty else []
     comparer = Comparer(logs, level=level)
+    twins = twins_table(cells, comparer)
+    if not cells.empty:  # twin cells are for calibration only: no other table sees them
+        cells = cells[~cells["machine"].map(layout.is_twin)]
     tables = {"tf2_vs_tf1": tf2_vs_tf1_table(cells, comparer, reference_env, envs)}
     for name, (factor, left, right) in FACTOR_TABLES.items():
         if left is not None:
@@ -243,5 +268,6 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     tables["machines"] = machines_table(cells, comparer, envs)
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)
+    tables["twins"] = twins
     decide_study(tables, q, min_effect)
     return {name: tables[name] for name in NAMES}

@@ -32,6 +32,9 @@ TABLE_PATTERN = TABLES + "/{table}.csv"
 # The allocation's plan of each extra round (rounds after the first `repeats`).
 PLAN_PATTERN = RESULTS + "/rounds/{machine}/round{rep}.json"
 
+# Twin cells (A/A calibration) run under a machine key of their own beside the machine's.
+TWIN_SUFFIX = ".twin"
+
 CELL_FILE = re.compile(r"^(?P<cell>[^.].*)\.r(?P<rep>\d+)\.json$")
 
 
@@ -49,6 +52,19 @@ def env_manifest(machine, env):
 
 def round_marker(machine, repeat):
     return f"{CELLS}/{machine}/round{int(repeat)}.done"
+
+
+def twin_key(machine):
+    return machine + TWIN_SUFFIX
+
+
+def is_twin(machine):
+    return str(machine).endswith(TWIN_SUFFIX)
+
+
+def base_machine(machine):
+    """The machine a (twin) machine key belongs to."""
+    return machine[: -len(TWIN_SUFFIX)] if machine.endswith(TWIN_SUFFIX) else machine
 
 
 def parse_cell_path(path):
@@ -69,6 +85,6 @@ def other_machine_files(cells_root, machine, machines="all"):
         keys = list(machines or [])
     files = []
     for key in keys:
-        if key != machine:
+        if base_machine(key) != machine:
             files += sorted(glob.glob(os.path.join(cells_root, key, "*", "*.r[0-9]*.json")))
     return files

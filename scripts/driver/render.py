@@ -67,6 +67,7 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
     ok = cells[status == "ok"] if len(cells) else cells
     peaks = views.measured_peaks(cells)
     machine_facts = study.get("machines") or {}
+    twins = tabs.get("twins", pd.DataFrame())
 
     def verdict():
         machines = sorted(set(machine_facts) | {text(m) for m in col(cells, "machine").dropna()}
@@ -84,6 +85,8 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
             "n_drift": int(col(ok, "drift", False).map(is_true).sum()),
             "n_noisy": int(col(ok, "noisy", False).map(is_true).sum()),
             "n_busy": int(col(ok, "foreign_cpu_flag", False).map(is_true).sum()),
+            "twins": len(twins),
+            "twins_different": int(col(twins, "significant", False).map(is_true).sum()),
             "foreign_max": num(config.get("foreign_cpu_max_share")),
         }
 

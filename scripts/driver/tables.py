@@ -49,6 +49,10 @@ REGISTRY = (
           "+ when the first machine (alphabetical) is faster",
           "The same cell (env and every axis) on two machines, when results of several "
           "machines are combined. Left = the first machine key in alphabetical order."),
+    Table("twins", "A/A twins", "twin", None, None, "+ when the twin is faster",
+          "Calibration: each twin cell (the same configuration run as an independent cell, "
+          "machine key <machine>.twin) vs its original. Every pair is the same cell twice, so "
+          "a faster or slower verdict here is a false positive of the study's own method."),
     Table("versions", "Performance history", None, None, None, "",
           "Median time per step of each configuration in every env, envs in version order: the "
           "performance history across TF versions. fastest_env names the fastest."),
