@@ -18,6 +18,9 @@ SELFBENCH_GOALS = {
                     "<= 1/3 of spread_seed"),
     "spread_seed": ("relative spread of the seed's time() mean of 200 calls, same processes", ""),
     "timed_share": ("share of the quick study's wall time inside timed loops", ""),
+    "aa_false_positive_rate": ("A/A pairs (one cell's processes split in two halves) called "
+                               "faster or slower by the study's verdicts", "<= 0.05"),
+    "mde_80": ("smallest ratio the default design detects with 80 % power", "<= 1.10"),
     "orchestrator_cpu_share": ("CPU of Snakemake and the supervisors during timed windows, in "
                                "cores", "<= 0.01"),
 }
