@@ -183,7 +183,7 @@ def supervise(args):
     rec = record.new_record(cell, args.env, args.machine, args.repeat, manifest, flops, prov)
     if manifest.get("status", "ok") != "ok":
         rec.update(status="failed", reason="env build failed: %s" % manifest.get("reason"),
-                      log_tail=manifest.get("log_tail", ""))
+                   log_tail=manifest.get("log_tail", ""))
         record.write(args.out, rec)
         return
     env = dict(os.environ)
