@@ -176,7 +176,9 @@ def cell_files(rep=None, machine=None):
     """This study's cell files (all repeats, or one), under this machine's key unless told."""
     reps = range(config["repeats"]) if rep is None else [rep]
     machine = machine or MACHINE
-    return [layout.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS]
+    return [
+        layout.cell_path(machine, env, cell, r) for r in reps for env, cell in CELLS
+    ]
 
 
 def stop_rule(model):
