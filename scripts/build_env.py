@@ -22,9 +22,9 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tfspeed.atomic import write_json  # noqa: E402
 from driver.envspec import SpecError, parse_spec, spec_hash  # noqa: E402
 from driver.locks import machine_lock  # noqa: E402
+from tfspeed.atomic import write_json  # noqa: E402
 
 IMPORT_CHECK = {
     "tensorflow": "import tensorflow as m",

@@ -7,8 +7,10 @@ import logging  # noqa: E402
 
 from driver.render import render  # noqa: E402
 
-logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                    format="%(asctime)s %(levelname)s %(message)s")
+handler = logging.StreamHandler(sys.stderr)
+handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+logging.getLogger("tfspeed").addHandler(handler)
+logging.getLogger("tfspeed").setLevel(logging.INFO)
 smk = snakemake  # noqa: F821
 render(cells_csv=smk.input.cells_csv, tables=list(smk.input.tables),
        processes_json=smk.input.processes, facts_json=smk.input.facts,

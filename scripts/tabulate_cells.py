@@ -9,8 +9,10 @@ from pathlib import Path  # noqa: E402
 
 from driver.tabulate import tabulate, write_outputs  # noqa: E402
 
-logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                    format="%(asctime)s %(levelname)s %(message)s")
+handler = logging.StreamHandler(sys.stderr)
+handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+logging.getLogger("tfspeed").addHandler(handler)
+logging.getLogger("tfspeed").setLevel(logging.INFO)
 smk = snakemake  # noqa: F821
 params = smk.params
 # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.

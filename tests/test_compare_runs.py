@@ -4,9 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 import compare_runs
+import pandas as pd
 
 SCRIPT = Path(compare_runs.__file__)
 
@@ -24,9 +23,9 @@ def tables(folder, verdicts, medians):
 
 
 def test_agreement_flips_and_moved_cells(tmp_path):
-    a = tables(tmp_path / "a" / "tables", ["left_faster", "equivalent", "inconclusive",
+    tables(tmp_path / "a" / "tables", ["left_faster", "equivalent", "inconclusive",
                                            "right_faster"], [0.010, 0.020, 0.030])
-    b = tables(tmp_path / "b" / "tables", ["left_faster", "inconclusive", "inconclusive",
+    tables(tmp_path / "b" / "tables", ["left_faster", "inconclusive", "inconclusive",
                                            "left_faster"], [0.0101, 0.025, 0.030])
     out = compare_runs.compare_runs(tmp_path / "a", tmp_path / "b")
     assert out["comparisons_matched"] == 4 and out["agreement"] == 0.5

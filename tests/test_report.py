@@ -1,4 +1,5 @@
-"""The report (scripts/driver/render.py and the views it runs, report/template.html.j2) and `make publish` (scripts/publish.py).
+"""The report (scripts/driver/render.py and the views it runs, report/template.html.j2) and
+`make publish` (scripts/publish.py).
 
 The report is rendered from a synthetic study written to tmp_path (cells.csv, the comparison
 tables, cell files), so these tests need no framework and no pipeline run. One failed cell

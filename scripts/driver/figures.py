@@ -4,6 +4,7 @@ import base64
 import io
 import logging
 import math
+import re
 
 import matplotlib
 

@@ -24,8 +24,7 @@ import pandas as pd
 
 from driver import bundle, facts, sections, views
 from driver.claims import claims, guidance_view
-from driver.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND
-from driver.figures import history_figures, time_figures
+from driver.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, history_figures, time_figures
 from driver.fmt import col, is_true, num, text
 from driver.tables import COMPARISONS
 from tfspeed.atomic import write_text

@@ -20,7 +20,6 @@ from driver.fmt import (
     fmt_ms,
     fmt_num,
     fmt_p,
-    fmt_pct,
     fmt_ratio,
     is_true,
     ncol,
@@ -28,12 +27,13 @@ from driver.fmt import (
     pct_cell,
     records,
     text,
+    version_key,
 )
 from driver.tables import BY_NAME
 from tfspeed.cells import AXES
 
 # Columns that identify a cell or a side of a comparison (never numbers to format).
-ID_COLS = ["machine", "env", "framework", "framework_version", "python", "keras_version"] + AXES
+ID_COLS = ["machine", "env", "framework", "framework_version", "python", "keras_version", *AXES]
 
 # The "at a glance" matrix of each comparison: these axes become its columns, the rest its rows.
 GLANCE_COLUMNS = {"tf2_vs_tf1": ["mode", "left_env"]}
@@ -266,7 +266,7 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
 
 def cells_table(cells: pd.DataFrame) -> dict:
     """Every cell, sortable and filterable."""
-    cols = [c for c in ["machine", "env", "framework_version"] + AXES if c in cells.columns]
+    cols = [c for c in ["machine", "env", "framework_version", *AXES] if c in cells.columns]
     columns = ([{"label": c, "num": False} for c in cols]
                + [{"label": c, "num": n} for c, n in (
                    ("status", False), ("n", True), ("median ms", True), ("CI ms", True),

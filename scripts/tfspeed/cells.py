@@ -3,8 +3,8 @@
 The Snakemake side (rules/common.smk) enumerates cells with `expand_grid`; the runner reads the same
 axes back. Where cell files live is the driver's business (driver/layout.py). Standard library only.
 """
-from .versions import version_tuple
 from .models import DATA, FAULT_MODELS, MODELS, output_length_ok
+from .versions import version_tuple
 
 AXES = ("model", "data", "keras", "mode", "api", "input", "device")
 

@@ -8,8 +8,8 @@ disable_eager_execution). `run_eagerly`, `function` and `xla` are TF 2's extra m
 import os
 
 from .. import machine
-from ..versions import version_tuple
 from ..timing import clock
+from ..versions import version_tuple
 from . import Prepared, Unsupported, kerasnet
 
 
