@@ -85,7 +85,12 @@ def synthetic_study(root: Path, n_samples=60, big_cell_samples=0):
                             if big_cell_samples:
                                 samples = base * rng.lognormal(0, 0.05, big_cell_samples) * \
                                     np.linspace(1.0, 1.5, big_cell_samples)
-                        records.append(_record(env, version, axes, "ok", samples=samples))
+                        # three fresh processes per cell: verdicts come from processes
+                        for rep in range(3):
+                            rec = _record(env, version, axes, "ok",
+                                          samples=samples * (1.0 + 0.01 * (rep - 1)))
+                            rec["repeat"] = rep
+                            records.append(rec)
     records.append(_record("tf2.21", "2.21.0", _axes("keras3", "eager", "fit", "numpy"), "failed",
                            reason="crashed: " + XSS, log_tail="Traceback\n  " + XSS + "\nEOF"))
     records.append(_record("tf2.21", "2.21.0", _axes("keras3", "graph", "fit", "numpy"),
@@ -93,7 +98,7 @@ def synthetic_study(root: Path, n_samples=60, big_cell_samples=0):
     cell_dir = root / "results" / "cells" / MACHINE
     paths = []
     for rec in records:
-        path = cell_dir / rec["env"] / ("%s.r0.json" % rec["cell_id"])
+        path = cell_dir / rec["env"] / ("%s.r%d.json" % (rec["cell_id"], rec["repeat"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rec))
         paths.append(str(path))

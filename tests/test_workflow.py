@@ -47,8 +47,12 @@ def test_quick_study_outputs(quick_run):
     assert not ok[(ok.framework == "jax") & (ok.keras == "keras3")].empty
     assert not ok[(ok.framework == "torch") & (ok.api == "custom_loop")].empty
     assert set(ok[ok.api == "matmul"]["mode"]) == {"numpy", "eager"}
-    assert (ok.median_s > 0).all() and (ok.ci_low_s <= ok.median_s).all()
-    assert (ok.median_s <= ok.ci_high_s).all() and (ok.first_call_s > 0).all()
+    assert (ok.median_s > 0).all() and (ok.first_call_s > 0).all()
+    # with one process per cell there is no process-level CI (and so no verdict)
+    several = ok[ok.n_repeats > 1]
+    assert (several.ci_low_s <= several.median_s).all()
+    assert (several.median_s <= several.ci_high_s).all()
+    assert ok[ok.n_repeats == 1].ci_low_s.isna().all()
     assert (ok.n_samples >= 12).all()
     for name, record in cell_records(work).items():
         prov = record["provenance"]
