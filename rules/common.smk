@@ -181,8 +181,10 @@ CELL_BY_ID = {(env, tfcells.cell_id(cell)): (env, cell) for env, cell in CELLS}
 # A/A calibration: `twins` cells, spread evenly over the study, also run as independent twin
 # cells under the machine key <machine>.twin; the `twins` table compares each with its original.
 TWINS = (
-    [CELLS[round(i * (len(CELLS) - 1) / max(1, config["twins"] - 1))]
-     for i in range(config["twins"])]
+    [
+        CELLS[round(i * (len(CELLS) - 1) / max(1, config["twins"] - 1))]
+        for i in range(config["twins"])
+    ]
     if config["twins"]
     else []
 )

@@ -45,6 +45,7 @@ def test_cells_say_why_they_got_no_more(tmp_path):
              *write_processes(root, "tf2.0", 0.020, mode="eager"),
              *write_processes(root, "tf2.3", 0.010, spread=0.2, mode="graph"),
              *write_processes(root, "tf2.3", 0.0104, spread=0.2, mode="eager")]
+
     def why(repeats, max_repeats, budget_s):
         cells = tab.tabulate(files, "tf1.14", 0.1, 0.95, allocation={
             "repeats": repeats, "max_repeats": max_repeats, "budget_s": budget_s})["cells"]

@@ -19,10 +19,15 @@ from driver.tables import COMPARISONS
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
 
 
+# The one-factor comparisons: what allocation settles. Frameworks (best-of picks), machines and
+# twins (calibration) are reported, not chased.
+CHASED = [n for n in COMPARISONS if n not in ("frameworks", "machines", "twins")]
+
+
 def open_cells(tables: Mapping[str, pd.DataFrame]) -> set[tuple]:
-    """(machine, env, cell_id) of every cell in an inconclusive comparison."""
+    """(machine, env, cell_id) of every cell in an inconclusive one-factor comparison."""
     out = set()
-    for name in COMPARISONS:
+    for name in CHASED:
         df = tables.get(name)
         if df is None or df.empty or "verdict" not in df.columns:
             continue
