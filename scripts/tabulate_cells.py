@@ -1,19 +1,14 @@
 """Rule tabulate_cells: all cell files -> results/tables/*.csv, the report's bundle and
 results/study.xlsx (driver/tabulate.py does the work)."""
-import sys
+from driver.rulelog import to_rule_log
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 - the rule's log first
+smk = snakemake  # noqa: F821
+to_rule_log(smk)
 
-import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from driver.tabulate import tabulate, write_outputs  # noqa: E402
 
-handler = logging.StreamHandler(sys.stderr)
-handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-logging.getLogger("tfspeed").addHandler(handler)
-logging.getLogger("tfspeed").setLevel(logging.INFO)
-smk = snakemake  # noqa: F821
 params = smk.params
 # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.
 result = tabulate(list(smk.input.cells) + list(smk.input.others), params.reference_env,

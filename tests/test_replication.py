@@ -1,0 +1,38 @@
+"""Replication end to end with real cells: rounds of processes, twin cells for A/A calibration
+and an extra round planned by the checkpoint plan_round (driver/allocation.py)."""
+import json
+
+import pandas as pd
+import pytest
+from helpers import quick_config, snakemake, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def test_rounds_twins_and_an_extra_round(tmp_path):
+    config = quick_config(
+        envs=["tf2.21"], reference_env="tf2.21", repeats=2, twins=1,
+        allocation={"max_repeats": 3, "budget_s": 600},
+        grids=[{"name": "two", "envs": ["tf2.21"], "pairs": [["small", "small"]],
+                "keras": ["keras3"], "modes": ["eager"], "apis": ["train_on_batch", "fit"],
+                "inputs": ["numpy"], "devices": ["cpu"]}])
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "c.yaml", config), "--cores", "2", check=True)
+    cells_root = work / "results" / "cells"
+    machines = sorted(p.name for p in cells_root.iterdir() if p.is_dir())
+    assert len(machines) == 2 and machines[1] == machines[0] + ".twin"
+    # two rounds of every cell, the twin in both; the plan of round 2 chose from what was open
+    plan = json.loads((work / "results" / "rounds" / machines[0] / "round2.json").read_text())
+    assert plan["round"] == 2 and plan["left_s"] <= 600
+    third = sorted(p.name for p in (cells_root / machines[0] / "tf2.21").glob("*.r2.json"))
+    assert len(third) == len(plan["cells"])
+    cells = pd.read_csv(work / "results" / "tables" / "cells.csv")
+    main = cells[cells.machine == machines[0]]
+    assert set(main.n_repeats) <= {2, 3} and main.allocation.notna().all()
+    assert (main[main.n_repeats == 2].allocation != "budget").all()
+    twins = pd.read_csv(work / "results" / "tables" / "twins.csv")
+    assert len(twins) == 1 and twins.verdict.iloc[0] in (
+        "left_faster", "right_faster", "equivalent", "inconclusive")
+    # twins are in no other table
+    gve = pd.read_csv(work / "results" / "tables" / "fit_vs_train_on_batch.csv")
+    assert set(gve.machine) == {machines[0]}
