@@ -19,8 +19,15 @@
   ci_rel_median, timed_share  the quick study's median within-process CI half-width over the
                           median, and the share of its wall time inside timed loops.
 
-Usage: python scripts/selfbench.py [--processes 5] [--pool 3] [--aa-processes 6] [--skip-study].
+Usage: python scripts/selfbench.py [--processes 5] [--pool 3] [--aa-processes 6] [--skip-study]
+       python scripts/selfbench.py --from-runs A B   (A, B: results folders of two default studies)
 Writes results/selfbench.json. Run it on an otherwise idle machine: it times things.
+
+--from-runs takes the A/A pairs, the orchestrator's share and the between-process spread from two
+finished runs of the default study instead of a quick study: each cell of run A against the same
+cell of run B, every cell in its default design (`repeats` processes per run), with the study's own
+verdicts (Welch on log medians, BH over all pairs). That is the rerun itself: it includes whatever
+changed on the machine between the runs, which split halves of one run do not.
 """
 import argparse
 import glob
@@ -100,40 +107,114 @@ def aa_pairs(records, k):
     return pd.DataFrame(rows)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=5, help="estimates to compare")
-    parser.add_argument("--pool", type=int, default=3, help="processes per estimate")
-    parser.add_argument("--aa-processes", type=int, default=6, help="processes per cell, A/A")
-    parser.add_argument("--skip-study", action="store_true", help="reuse build/selfbench")
-    args = parser.parse_args()
-    default = yaml.safe_load((REPO / "config.yaml").read_text())
-    quick = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
-    k = args.aa_processes // 2
+def run_records(folder) -> list[dict]:
+    """The ok cell records of a results folder (<folder>/cells/<machine>/<env>/*.json)."""
+    out = []
+    for path in glob.glob(str(Path(folder) / "cells" / "*" / "*" / "*.json")):
+        rec = json.loads(Path(path).read_text())
+        if rec.get("status") == "ok" and rec.get("samples_s"):
+            out.append(rec)
+    return out
 
-    # 1. the quick preset, default rule, 2k processes per cell: A/A pairs, precision, CPU
+
+def process_medians(records) -> dict:
+    """(machine, env, cell_id) -> the medians of its processes."""
+    out = {}
+    for r in records:
+        out.setdefault((r["machine"], r["env"], r["cell_id"]), []).append(
+            float(np.median(r["samples_s"])))
+    return out
+
+
+def runs_figures(a, b, repeats) -> tuple[dict, pd.DataFrame]:
+    """A/A pairs, orchestrator share and spreads from two finished runs (see --from-runs)."""
+    recs_a, recs_b = run_records(a), run_records(b)
+    meds_a, meds_b = process_medians(recs_a), process_medians(recs_b)
+    rows = []
+    for key in sorted(set(meds_a) & set(meds_b)):
+        if len(meds_a[key]) >= 2 and len(meds_b[key]) >= 2:
+            rows.append(verdicts.welch(verdicts.log_medians(meds_a[key]),
+                                       verdicts.log_medians(meds_b[key])))
+    pairs = verdicts.decide(pd.DataFrame(rows))
+    meters = [r["provenance"].get("orchestrator_cpu") for r in recs_a + recs_b]
+    meters = [m for m in meters if m]
+    between = [float(np.std(np.log(m), ddof=1)) for m in list(meds_a.values())
+               + list(meds_b.values()) if len(m) >= 2]
+    foreign = [r["cpu_window"]["foreign_cpu_share"] for r in recs_a + recs_b
+               if (r.get("cpu_window") or {}).get("foreign_cpu_share") is not None]
+    flagged = sum(bool(r.get("foreign_cpu_flag")) for r in recs_a + recs_b)
+    between_sd = statistics.median(between) if between else float("nan")
+    figures = {
+        "orchestrator_cpu_share": (sum(m["orchestrator_cpu_s"] for m in meters)
+                                   / max(sum(m["window_s"] for m in meters), 1e-9))
+        if meters else None,
+        "orchestrator_cpu_share_max": max((m["orchestrator_cpu_s"] / m["window_s"]
+                                           for m in meters if m["window_s"] > 0), default=None),
+        "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
+        "foreign_cpu_flagged": f"{flagged} of {len(recs_a) + len(recs_b)} processes",
+        "between_sd_median": between_sd,
+        "mde_80": verdicts.mde(between_sd, repeats),
+        "mde_80_repeats": repeats,
+        "aa_source": f"two runs: {a} vs {b}",
+    }
+    return figures, pairs
+
+
+def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
+    """The quick preset, default rule, 2k processes per cell: A/A pairs, precision, CPU."""
+    k = args.aa_processes // 2
     study_cfg = dict(quick, stop=default["stop"], repeats=args.aa_processes)
     wall, cells = run_study(study_cfg, "study", fresh=not args.skip_study)
     rel = sorted(c["summary"]["ci_rel_halfwidth"] for c in cells)
     timed = sum(c["timed_wall_s"] for c in cells)
     meters = [c["provenance"].get("orchestrator_cpu") for c in cells]
     meters = [m for m in meters if m]
-    orchestrator = (sum(m["orchestrator_cpu_s"] for m in meters)
-                    / max(sum(m["window_s"] for m in meters), 1e-9)) if meters else None
     foreign = [c["cpu_window"]["foreign_cpu_share"] for c in cells
                if (c.get("cpu_window") or {}).get("foreign_cpu_share") is not None]
-    pairs = verdicts.decide(aa_pairs(cells, k))
-    called = pairs["verdict"].isin([verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER])
-    between = []
-    for key in {(c["env"], c["cell_id"]) for c in cells}:
-        meds = [float(np.median(c["samples_s"])) for c in cells if (c["env"], c["cell_id"]) == key]
-        if len(meds) >= 2:
-            between.append(float(np.std(np.log(meds), ddof=1)))
+    between = [float(np.std(np.log(m), ddof=1)) for m in process_medians(cells).values()
+               if len(m) >= 2]
     between_sd = statistics.median(between) if between else float("nan")
-    print("quick study, %d processes per cell: %d ok processes, within-process CI half-width / "
-          "median: median %.4f; A/A pairs %d, called different %d; between-process sd: median "
-          "%.3f" % (args.aa_processes, len(cells), statistics.median(rel), len(pairs),
-                    int(called.sum()), between_sd))
+    figures = {
+        "orchestrator_cpu_share": (sum(m["orchestrator_cpu_s"] for m in meters)
+                                   / max(sum(m["window_s"] for m in meters), 1e-9))
+        if meters else None,
+        "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
+        "between_sd_median": between_sd,
+        "mde_80": verdicts.mde(between_sd, default["repeats"]),
+        "mde_80_repeats": default["repeats"],
+        "ci_rel_median": statistics.median(rel),
+        "timed_share": timed / wall,
+        "study_wall_s": wall,
+        "aa_source": f"quick study, {args.aa_processes} processes per cell, split in halves",
+    }
+    return figures, verdicts.decide(aa_pairs(cells, k))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=5, help="estimates to compare")
+    parser.add_argument("--pool", type=int, default=3, help="processes per estimate")
+    parser.add_argument("--aa-processes", type=int, default=6, help="processes per cell, A/A")
+    parser.add_argument("--skip-study", action="store_true", help="reuse build/selfbench")
+    parser.add_argument("--from-runs", nargs=2, metavar=("A", "B"),
+                        help="A/A pairs and CPU shares from two finished default-study runs")
+    args = parser.parse_args()
+    default = yaml.safe_load((REPO / "config.yaml").read_text())
+    quick = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
+
+    if args.from_runs:
+        study, pairs = runs_figures(*args.from_runs, default["repeats"])
+        recs = run_records(args.from_runs[0]) + run_records(args.from_runs[1])
+        study["ci_rel_median"] = statistics.median(
+            r["summary"]["ci_rel_halfwidth"] for r in recs)
+        study["timed_share"] = study["study_wall_s"] = None
+    else:
+        study, pairs = quick_study(args, default, quick)
+    called = pairs["verdict"].isin([verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER])
+    print("%s: A/A pairs %d, called different %d; between-process sd: median %.3f; "
+          "within-process CI half-width / median: median %.4f"
+          % (study.get("aa_source", "quick study"), len(pairs), int(called.sum()),
+             study["between_sd_median"], study["ci_rel_median"]))
 
     # 2. 5 estimates of the small cell from `pool` fresh processes each vs the seed's 200-call mean
     spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200),
@@ -156,25 +237,19 @@ def main():
     small_median = statistics.median(ours)
     overhead = loop_overhead(default["stop"])
     figures = {
+        **study,
         "overhead_s": overhead,
         "overhead_rel": overhead / small_median,
-        "orchestrator_cpu_share": orchestrator,
-        "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
         "aa_pairs": int(len(pairs)),
         "aa_false_positive_rate": float(called.mean()) if len(pairs) else None,
-        "between_sd_median": between_sd,
-        "mde_80": verdicts.mde(between_sd, default["repeats"]),
-        "mde_80_repeats": default["repeats"],
         "spread_ours": spread(ours),
         "spread_seed": spread(seed),
         "pool": args.pool,
-        "ci_rel_median": statistics.median(rel),
-        "timed_share": timed / wall,
         "small_cell_estimate_s": small_median,
-        "study_wall_s": wall,
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_average": list(os.getloadavg()),
     }
+    orchestrator = figures["orchestrator_cpu_share"]
     print("harness overhead per sample %.1f ns = %.2e of the small cell's %.2f ms"
           % (overhead * 1e9, figures["overhead_rel"], small_median * 1e3))
     if orchestrator is not None:
