@@ -75,6 +75,7 @@
     var mq = window.matchMedia('print');
     var onChange = function (m) { if (m.matches) { openAll(); } else { restore(); } };
     if (mq.addEventListener) { mq.addEventListener('change', onChange); }
+    if (mq.matches) { openAll(); }
   }
   document.querySelectorAll('input.filter').forEach(function (input) {
     var table = document.getElementById(input.getAttribute('data-table'));

@@ -48,8 +48,11 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    if right / left < 2.5:  # a narrow range: ticks at 0.9, 1.0, 1.1 ...
-        ticks = [t / 10 for t in range(1, 100) if left <= t / 10 <= right]
+    if right / left < 2.5:  # a narrow range: evenly spaced ticks, at most 6 of them
+        for step in (0.05, 0.1, 0.2, 0.25, 0.5):
+            ticks = [round(k * step, 2) for k in range(1, 400) if left <= k * step <= right]
+            if len(ticks) <= 6:
+                break
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:g}x" for t in ticks])
     ax.set_yticks(range(len(rows)))
@@ -83,7 +86,7 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
     per step against version with the CI band, and the reference env's median as a line (for
     keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1 compares them with)."""
     if ok.empty or "env" not in ok.columns:
-        return {"panels": [], "fewer": 0}
+        return {"panels": [], "fewer": 0, "min_versions": min_versions}
     df = ok[col(ok, "framework").map(text) == "tensorflow"].copy()
     for g in HISTORY_KEYS + ["env", "framework_version"]:
         df[g] = col(df, g, "").map(text)

@@ -4,10 +4,10 @@ one-factor comparison tables' verdicts (driver/verdicts.py), never from cell fil
 A seed line names a configuration ("fit() + numpy + tf.keras + TF1/TF2 + Eager"). Its one-factor
 neighbours are the rows of graph_vs_eager, fit_vs_train_on_batch, numpy_vs_tfdata and
 keras_vs_tfkeras in which one side is that configuration and the other differs in one of the
-factors the line fixes. A DO holds when the configuration is faster than, or equivalent to, its
-neighbours in most decided rows; a DON'T holds when it is slower in most. Cells of the line that
-failed (crashed, hung, unusable) count for a DON'T: the seed's "[Major] tf.python.keras" warns of
-exactly that.
+factors the line fixes. A DO says "nothing one change away is faster": it holds in an env when no
+neighbour is significantly faster. A DON'T says "one change makes it faster": it holds in an env
+when some neighbour is. Cells of the line that failed (crashed, hung, unusable) count for a
+DON'T: the seed's "[Major] tf.python.keras" warns of exactly that.
 """
 import math
 
@@ -103,43 +103,52 @@ def _times(values) -> str:
 
 
 def check_line(kind: str, words: str, spec: dict, tabs: dict, cells: pd.DataFrame) -> dict:
+    """Per env (one TF version's cells): a DO holds there when no one-factor alternative is
+    significantly faster, a DON'T when at least one is (or its cells failed there). The line
+    holds when it holds in more than half of the envs tested; it does not hold when it fails in
+    more than half; undecided otherwise."""
     rows = neighbours(tabs, spec)
     fails = failed_cells(cells, spec)
     measured = [r for r in records(cells) if text(r.get("status")) == "ok" and matches(r, spec)]
-    counts = {k: sum(r["outcome"] == k for r in rows)
-              for k in ("faster", "slower", "equivalent", "inconclusive")}
-    n = len(rows)
-    if kind == "DO":
-        support, against = counts["faster"] + counts["equivalent"], counts["slower"]
-    else:
-        support, against = counts["slower"] + len(fails), counts["faster"] + counts["equivalent"]
-    if not n and not fails:
+    if not rows and not fails:
         why = ("no cell of this configuration was measured here" if not measured else
                "its cells have no one-factor neighbour here")
         return {"kind": kind, "words": words, "status": "not testable here", "cls": "nodata",
                 "evidence": why}
-    total = n + len(fails)
-    if support > total / 2:
+    envs = sorted({r["env"] for r in rows} | {text(f.get("env")) for f in fails})
+    failed_envs = {text(f.get("env")) for f in fails}
+    beaten, clean, open_ = [], [], []
+    for env in envs:
+        mine = [r for r in rows if r["env"] == env]
+        if any(r["outcome"] == "slower" for r in mine) or env in failed_envs:
+            beaten.append(env)
+        elif mine and all(r["outcome"] in ("faster", "equivalent") for r in mine):
+            clean.append(env)
+        else:
+            open_.append(env)
+    good, bad = (clean, beaten) if kind == "DO" else (beaten, clean)
+    n = len(envs)
+    if len(good) > n / 2:
         status, cls = "holds", "holds"
-    elif against > total / 2 or (against > support and counts["inconclusive"] < total / 2):
+    elif len(bad) > n / 2:
         status, cls = "does not hold", "fails"
     else:
         status, cls = "undecided", "ns"
-    slow = [1 / r["speedup"] for r in rows if r["outcome"] == "slower" and r["speedup"] > 0]
-    fast = [r["speedup"] for r in rows if r["outcome"] == "faster"]
-    parts = [f"{n} one-factor comparison{'s' if n != 1 else ''}"
-             f" ({len({r['env'] for r in rows})} envs): {counts['faster']} faster"
-             + (f" ({_times(fast)})" if fast else ""),
-             f"{counts['slower']} slower" + (f" ({_times(slow)} the time)" if slow else ""),
-             f"{counts['equivalent']} equivalent", f"{counts['inconclusive']} undecided"]
+    better: dict = {}
+    for r in rows:
+        if r["outcome"] == "slower" and r["speedup"] > 0:
+            better.setdefault(f"{r['factor']} {r['other']}", []).append(1 / r["speedup"])
+    parts = [f"{n} env{'s' if n != 1 else ''}: a one-factor change is significantly faster in "
+             f"{len(beaten)}" + (f" ({', '.join(beaten)})" if beaten else ""),
+             f"no change is faster in {len(clean)}", f"undecided in {len(open_)}"]
+    if better:
+        parts.append("faster alternatives: " + ", ".join(
+            f"{k} ({_times(v)} as fast)" for k, v in sorted(better.items())))
     if fails:
-        envs = sorted({text(f.get("env")) for f in fails})
         parts.append(f"{len(fails)} cell{'s' if len(fails) != 1 else ''} failed or unusable "
-                     f"({', '.join(envs)}): counted for the DON'T")
-    against_what = sorted({f"{r['factor']} {r['other']}" for r in rows})
+                     f"({', '.join(sorted(failed_envs))}): counted for the DON'T")
     return {"kind": kind, "words": words, "status": status, "cls": cls,
-            "evidence": "; ".join(parts) + (". Compared with: " + ", ".join(against_what)
-                                            if against_what else "")}
+            "evidence": "; ".join(parts) + f" ({len(rows)} comparisons)"}
 
 
 def seed_checks(tabs: dict, cells: pd.DataFrame) -> list[dict]:
