@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from test_report import REPO, SECTION_IDS, aggregate, browser, needs_chromium, report, synthetic_study
 
 from driver import answer, coverage, seedcheck, split  # noqa: E402

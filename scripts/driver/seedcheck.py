@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from driver.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
-from driver.fmt import col, num, records, text
+from driver.fmt import num, records, text
 
 NEIGHBOUR_TABLES = {"graph_vs_eager": "mode", "fit_vs_train_on_batch": "api",
                     "numpy_vs_tfdata": "input", "keras_vs_tfkeras": "keras"}
