@@ -25,10 +25,58 @@
   document.querySelectorAll('table.sortable').forEach(function (table) {
     if (!table.tHead) { return; }
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
-      th.title = 'click to sort';
+      // reachable and usable by keyboard: Tab to a header, Enter or Space sorts
+      th.tabIndex = 0;
+      th.title = 'sort (click, or Enter)';
+      th.setAttribute('aria-label', th.textContent + ': sort');
       th.addEventListener('click', function () { sortBy(table, i, th); });
+      th.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sortBy(table, i, th); }
+      });
     });
   });
+  // stem plots: enlarge on click or Enter, close on a second click or Escape
+  document.querySelectorAll('button.zoom').forEach(function (b) {
+    b.setAttribute('aria-expanded', 'false');
+    b.addEventListener('click', function () {
+      var open = b.classList.toggle('open');
+      b.setAttribute('aria-expanded', open ? 'true' : 'false');
+    });
+  });
+  document.addEventListener('keydown', function (e) {
+    if (e.key !== 'Escape') { return; }
+    document.querySelectorAll('button.zoom.open').forEach(function (b) {
+      b.classList.remove('open');
+      b.setAttribute('aria-expanded', 'false');
+    });
+  });
+  // package lists: search
+  document.querySelectorAll('input.pkgfilter').forEach(function (input) {
+    var list = document.getElementById(input.getAttribute('data-list'));
+    if (!list) { return; }
+    input.addEventListener('input', function () {
+      var w = input.value.toLowerCase().trim();
+      Array.prototype.forEach.call(list.children, function (li) {
+        li.hidden = w !== '' && li.textContent.toLowerCase().indexOf(w) < 0;
+      });
+    });
+  });
+  // printing: every disclosure open (restored afterwards)
+  var closed = [];
+  function openAll() {
+    document.querySelectorAll('details:not([open])').forEach(function (d) {
+      closed.push(d); d.open = true;
+    });
+  }
+  function restore() { closed.forEach(function (d) { d.open = false; }); closed = []; }
+  window.addEventListener('beforeprint', openAll);
+  window.addEventListener('afterprint', restore);
+  if (window.matchMedia) {
+    var mq = window.matchMedia('print');
+    var onChange = function (m) { if (m.matches) { openAll(); } else { restore(); } };
+    if (mq.addEventListener) { mq.addEventListener('change', onChange); }
+    if (mq.matches) { openAll(); }
+  }
   document.querySelectorAll('input.filter').forEach(function (input) {
     var table = document.getElementById(input.getAttribute('data-table'));
     if (!table || !table.tBodies[0]) { return; }

@@ -156,10 +156,13 @@ def _event_errors(events):
 
 
 def inspect(path, screenshot=None, screenshot_full=None, width=1280, height=1000,
-            settle_s=1.0, timeout=60.0, chromium=CHROMIUM, fragment=None, probes=None):
+            settle_s=1.0, timeout=60.0, chromium=CHROMIUM, fragment=None, probes=None,
+            media=None, pdf=None):
     """Load `path` in headless Chromium; see the module docstring for what comes back.
     `fragment` (a section id) scrolls there before the first-screen screenshot; `probes`
-    ({name: JavaScript expression}) are evaluated after load, their values under `probes`."""
+    ({name: JavaScript expression}) are evaluated after load, their values under `probes`;
+    `media` ("print") emulates that CSS media type from the start; `pdf` writes the page
+    printed to PDF (A4 landscape, the page's own @page rules preferred) to that path."""
     path = Path(path).resolve()
     url = path.as_uri()
     profile = tempfile.mkdtemp(prefix="tfspeed-chromium-")
@@ -188,6 +191,8 @@ def inspect(path, screenshot=None, screenshot_full=None, width=1280, height=1000
         pipe.send("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
                   session=session)
+        if media:
+            pipe.send("Emulation.setEmulatedMedia", {"media": media}, session=session)
         pipe.events.clear()  # about:blank's own events are not the page's
         pipe.send("Page.navigate", {"url": url + ("#" + fragment if fragment else "")},
                   session=session)
@@ -215,6 +220,12 @@ def inspect(path, screenshot=None, screenshot_full=None, width=1280, height=1000
                 session=session, timeout=timeout)
             Path(screenshot_full).write_bytes(base64.b64decode(shot["data"]))
             result["screenshot_full"] = str(screenshot_full)
+        if pdf:
+            printed = pipe.send("Page.printToPDF", {
+                "landscape": True, "printBackground": True, "preferCSSPageSize": True,
+                "paperWidth": 11.69, "paperHeight": 8.27}, session=session, timeout=timeout)
+            Path(pdf).write_bytes(base64.b64decode(printed["data"]))
+            result["pdf"] = str(pdf)
         pipe.pump(0.2)
         events = pipe.events
         result["requests"] = [e["params"]["request"]["url"] for e in events

@@ -5,6 +5,7 @@ import re
 
 import pandas as pd
 
+from driver.answer import like_for_like, row_kind
 from driver.fmt import col, is_true, ncol, num, records, text
 from driver.tables import COMPARISONS
 
@@ -71,9 +72,21 @@ def judge(rows: pd.DataFrame, min_factor=1.0) -> dict:
     return {"status": status, "cls": cls, "n": n, "evidence": evidence}
 
 
-def claims(tables: dict) -> list[dict]:
-    """The seed's claims, judged on this study's comparison tables."""
-    t = {name: tables.get(name, pd.DataFrame()) for name in COMPARISONS}
+def one_factor(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that change the table's factor alone (tf2_vs_tf1: the like-for-like rows the
+    answer counts); cross-flavour and matmul rows never count toward a claim."""
+    if df.empty:
+        return df
+    if name == "tf2_vs_tf1":
+        return like_for_like(df)
+    keep = [row_kind(r, name) == "one" for r in records(df)]
+    return df[pd.Series(keep, index=df.index, dtype=bool)]
+
+
+def claims(tables: dict, cells: pd.DataFrame | None = None) -> list[dict]:
+    """The seed's claims, judged on this study's one-factor comparison rows; failed
+    tf.python.keras cells (cells.csv) are named as support for the seed's DON'T."""
+    t = {name: one_factor(name, tables.get(name, pd.DataFrame())) for name in COMPARISONS}
 
     def where(df, **values):
         for key, allowed in values.items():
@@ -109,14 +122,26 @@ def claims(tables: dict) -> list[dict]:
          "[Major] tf.python.keras; it can run 10-100x slower", tfpy_source, tfpy, 10.0),
     ]
     out = []
+    cells = cells if cells is not None else pd.DataFrame()
+    tfpy_failed = cells[(col(cells, "keras").map(text) == "tf.python.keras")
+                        & col(cells, "status").map(text).isin(["failed", "skipped"])] \
+        if len(cells) else cells
     for claim, seed, source, rows, factor in specs:
         verdict = judge(rows, factor)
+        if rows is tfpy and len(tfpy_failed):
+            envs = ", ".join(sorted(set(col(tfpy_failed, "env").map(text))))
+            verdict["evidence"] += (f"; {len(tfpy_failed)} tf.python.keras cells failed or were "
+                                    f"unusable ({envs}): support for the seed's [Major] DON'T")
+            if verdict["cls"] in ("fails", "ns", "nodata"):
+                verdict["status"] = "speed claim " + verdict["status"] + "; the DON'T holds"
+                verdict["cls"] = "mixed"
         out.append({"claim": claim, "seed": seed, "source": source, **verdict})
     return out
 
 
 def guidance_view(guidance: pd.DataFrame) -> list[dict]:
-    """Per machine and model/data pair: DO and DON'T lists, fastest first / slowest last."""
+    """Per machine and model/data pair: DO and DON'T lists, both fastest first (the DON'T list's
+    slowest last); matmul is a micro-case, not a way to train, and is left out."""
     if guidance.empty:
         return []
     df = guidance.copy()
@@ -130,12 +155,13 @@ def guidance_view(guidance: pd.DataFrame) -> list[dict]:
         label = dict(zip(keys, (text(k) for k in key)))
 
         def items(kind, ascending, part=part):
-            sub = part[part["_list"] == kind].sort_values("_ratio", ascending=ascending)
+            sub = part[(part["_list"] == kind) & (col(part, "api").map(text) != "matmul")]
+            sub = sub.sort_values("_ratio", ascending=ascending)
             return [{"configuration": text(r.get("configuration"), "?"),
                      "ratio": "–" if math.isnan(num(r.get("_ratio"))) else
                      f"{num(r.get('_ratio')):.2f}x"} for r in records(sub)]
 
         out.append({"machine": label.get("machine", ""), "model": label.get("model", ""),
                     "data": label.get("data", ""), "do": items("DO", True),
-                    "dont": items("DONT", False)})
+                    "dont": items("DONT", True)})
     return out

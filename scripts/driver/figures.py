@@ -1,6 +1,7 @@
 """The report's figures (matplotlib, rendered to inline SVG or PNG data URIs): the performance
 history, where the time goes, and the stem plots of every cell's samples."""
 import base64
+import html
 import io
 import logging
 import math
@@ -14,7 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from driver.fmt import col, ncol, num, records, text  # noqa: E402
+from driver.fmt import col, ncol, num, text  # noqa: E402
 
 log = logging.getLogger("tfspeed.report")
 
@@ -32,22 +33,30 @@ MAX_PLOT_POINTS = 300
 COMPUTE_BOUND, OVERHEAD_BOUND = 0.5, 0.1
 
 
-def clean_svg(svg: str) -> str:
-    """Matplotlib's SVG as an inline element: no prologue, doctype, comments or metadata, and
-    scaled to the page's width."""
+def _attr(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+def clean_svg(svg: str, label: str = "") -> str:
+    """Matplotlib's SVG as an inline element: no prologue, doctype, comments or metadata, scaled
+    to the page's width, and named for assistive technology (role="img", aria-label and a
+    <title> first child, as WAI's SVG guidance asks)."""
     svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
     svg = re.sub(r"<!DOCTYPE[^>]*>", "", svg)
     svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
-    svg = svg.replace("<svg ", '<svg class="fig" role="img" ', 1)
+    label = label or "figure"
+    svg = svg.replace("<svg ", f'<svg class="fig" role="img" aria-label="{_attr(label)}" ', 1)
+    svg = re.sub(r"(<svg\b[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(label)}</title>",
+                 svg, count=1)
     return svg.strip()
 
 
-def fig_svg(fig: Figure) -> str:
+def fig_svg(fig: Figure, label: str = "") -> str:
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tfspeed"}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return clean_svg(buf.getvalue())
+    return clean_svg(buf.getvalue(), label)
 
 
 def fig_png_uri(fig: Figure, dpi=80, colours=64) -> str:
@@ -90,70 +99,6 @@ def achieved_flops(df: pd.DataFrame) -> pd.Series:
     ach = ncol(df, "achieved_flops")
     fallback = ncol(df, "flops_per_step") / ncol(df, "median_s")
     return ach.where(ach.notna(), fallback)
-
-
-def history_figures(ok: pd.DataFrame, order: list[str]) -> list[dict]:
-    """Median step time against TF version with CI bands: one figure per machine and model/data
-    pair, one panel per api x input, one line per keras x mode x device."""
-    if ok.empty or "env" not in ok.columns:
-        return []
-    out = []
-    groups = ["machine", "model", "data"]
-    df = ok.copy()
-    for g in groups + ["api", "input", "keras", "mode", "device"]:
-        df[g] = col(df, g, "").map(text)
-    df["median_s"] = ncol(df, "median_s")
-    df["ci_low_s"] = ncol(df, "ci_low_s")
-    df["ci_high_s"] = ncol(df, "ci_high_s")
-    several_machines = df["machine"].nunique() > 1
-    for (machine, model, data), part in df.groupby(groups, sort=True):
-        envs = [e for e in order if e in set(part["env"])]
-        if not envs:
-            continue
-        xpos = {e: i for i, e in enumerate(envs)}
-        panels = sorted(part.groupby(["api", "input"]).groups)
-        ncols = min(len(panels), 4)
-        nrows = math.ceil(len(panels) / ncols)
-        fig = Figure(figsize=(0.9 + 3.1 * ncols, 0.6 + 2.5 * nrows))
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        handles = {}
-        for ax, (api, inp) in zip(axes.flat, panels):
-            sub = part[(part["api"] == api) & (part["input"] == inp)]
-            for (keras, mode, device), line in sub.groupby(["keras", "mode", "device"]):
-                y = np.full(len(envs), np.nan)
-                lo, hi = y.copy(), y.copy()
-                for row in records(line):
-                    i = xpos.get(row["env"])
-                    if i is not None:
-                        y[i], lo[i], hi[i] = row["median_s"], row["ci_low_s"], row["ci_high_s"]
-                colour = MODE_COLOURS.get(mode, "#555555")
-                (h,) = ax.plot(range(len(envs)), y * 1e3, color=colour,
-                               linestyle=KERAS_STYLES.get(keras, "-"),
-                               marker="s" if device == "gpu" else "o", markersize=3, linewidth=1.2)
-                band = ~(np.isnan(lo) | np.isnan(hi))
-                if band.any():
-                    ax.fill_between(np.arange(len(envs)), np.where(band, lo, np.nan) * 1e3,
-                                    np.where(band, hi, np.nan) * 1e3, color=colour, alpha=0.18,
-                                    linewidth=0)
-                handles.setdefault(f"{keras} · {mode} · {device}", h)
-            ax.set_title(f"{api} · {inp}")
-            ax.set_xticks(range(len(envs)))
-            ax.set_xticklabels(envs, rotation=45, ha="right")
-            ax.set_yscale("log")
-            plain_log_axis(ax)
-            ax.set_ylabel("median ms / step")
-            ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
-        for ax in list(axes.flat)[len(panels):]:
-            ax.set_visible(False)
-        if handles:
-            fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
-                       bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False,
-                       title="keras · mode · device", title_fontsize=7)
-        _small_font(fig)
-        fig.tight_layout()
-        title = f"{model} model, {data} data" + (f" — {machine}" if several_machines else "")
-        out.append({"title": title, "svg": fig_svg(fig)})
-    return out
 
 
 def strip_positions(values: list[str], order: list[str]) -> dict:
@@ -220,7 +165,7 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
                        title_fontsize=7)
         _small_font(fig)
         fig.tight_layout()
-        out.append({"title": what, "svg": fig_svg(fig)})
+        out.append({"title": what, "svg": fig_svg(fig, what + " against TF version")})
     return out
 
 
@@ -237,13 +182,13 @@ def plot_points(samples: np.ndarray, limit=MAX_PLOT_POINTS):
     return x, y, block
 
 
-def stability_grid(panels: list[dict], ncols=6) -> str:
+def stability_grid(panels: list[dict], ncols=4) -> str:
     """Stem plots of per-iteration times, small multiples, as one PNG data URI. Drifting cells
     get a red panel and a DRIFT title, noisy ones an orange frame: the seed's throttling symptom
     ("a rising stem plot of iteration times") is then visible at a glance."""
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(1.95 * ncols, 1.3 * nrows))
+    fig = Figure(figsize=(2.7 * ncols, 1.85 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, p in zip(axes.flat, panels):
         y_all = np.asarray(p["samples"], dtype=float) * 1e3
@@ -275,10 +220,11 @@ def stability_grid(panels: list[dict], ncols=6) -> str:
             title = "noisy · " + title
         if clipped:
             ax.text(0.99, 0.98, f"{clipped} above", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=4.5, color="#7f8c8d")
-        ax.set_title(title, fontsize=5.6, color="#c0392b" if p["drift"] else "#222",
+                    va="top", fontsize=6.5, color="#555")
+        ax.set_title(title, fontsize=7.5, color="#a12622" if p["drift"] else "#222",
                      pad=2, linespacing=1.0)
-        ax.tick_params(labelsize=4.5, length=1.5, pad=1)
+        ax.tick_params(labelsize=6.5, length=2, pad=1)
+        ax.set_ylabel("ms / step", fontsize=6.5, labelpad=1)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout(pad=0.3, h_pad=0.5, w_pad=0.3)

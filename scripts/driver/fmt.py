@@ -101,7 +101,9 @@ def pct_cell(row) -> dict:
            f" ms; ratio {fmt_ratio(row.get('ratio'))} [{fmt_ratio(row.get('ratio_ci_low'))}, "
            f"{fmt_ratio(row.get('ratio_ci_high'))}]; p {fmt_p(row.get('p'))}, BH-adjusted "
            f"{fmt_p(row.get('p_adjusted'))}; {text(row.get('verdict'), 'no verdict')}")
-    return cell(fmt_pct(p) + ("" if sig else " n.s."), cls, v=p, title=tip)
+    out = cell(fmt_pct(p) + ("" if sig else " n.s."), cls, v=p, title=tip)
+    out["sub"] = f"{fmt_ms(row.get('left_median_s'))} / {fmt_ms(row.get('right_median_s'))} ms"
+    return out
 
 
 def records(df: pd.DataFrame) -> list[dict]:

@@ -22,18 +22,21 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from driver import bundle, facts, sections, views
+from driver import answer, bundle, facts, ordering, sections, seedcheck, seedtable, split, views
 from driver.claims import claims, guidance_view
-from driver.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, history_figures, time_figures
+from driver.coverage import coverage
+from driver.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, time_figures
 from driver.fmt import col, is_true, num, text
+from driver.forest import forest_svg, history_panels
 from driver.tables import COMPARISONS
 from tfspeed.atomic import write_text
 
 log = logging.getLogger("tfspeed.report")
 
 SECTIONS = [
-    ("verdict", "Verdict"),
-    ("tables", "The study's tables"),
+    ("verdict", "Answer"),
+    ("coverage", "Coverage"),
+    ("tables", "Comparisons"),
     ("history", "Performance history"),
     ("time", "Where the time goes"),
     ("stability", "Stability"),
@@ -62,11 +65,25 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
     errors: dict = {}
     versions = tabs.get("versions", pd.DataFrame())
     order = study.get("env_order") or []
+    if not order and len(cells) and {"env", "framework", "framework_version"} <= set(cells.columns):
+        order = ordering.env_order(cells)
     status = col(cells, "status").map(text)
     ok = cells[status == "ok"] if len(cells) else cells
     peaks = views.measured_peaks(cells)
     machine_facts = study.get("machines") or {}
     twins = tabs.get("twins", pd.DataFrame())
+
+    min_effect = num(config.get("min_effect", 0.05))
+    min_effect = 0.05 if math.isnan(min_effect) else min_effect
+    reference_env = text(config.get("reference_env"), "tf1.14")
+
+    def first_screen():
+        ans = answer.answer(tabs, min_effect)
+        for panel in ans["panels"]:
+            panel["svg"] = forest_svg(panel, min_effect, ans["reference"])
+        return {**ans, "min_effect": min_effect,
+                "seed": seedcheck.seed_checks(tabs, cells),
+                "rules": seedcheck.machine_rules(tabs)}
 
     def verdict():
         machines = sorted(set(machine_facts) | {text(m) for m in col(cells, "machine").dropna()}
@@ -79,7 +96,7 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
             "envs": order,
             "counts": {s: int((status == s).sum()) for s in ("ok", "failed", "skipped")},
             "n_cells": len(cells),
-            "claims": claims(tabs),
+            "claims": claims(tabs, cells),
             "guidance": guidance_view(tabs.get("guidance", pd.DataFrame())),
             "n_drift": int(col(ok, "drift", False).map(is_true).sum()),
             "n_noisy": int(col(ok, "noisy", False).map(is_true).sum()),
@@ -90,12 +107,15 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
         }
 
     def tables_section():
-        return {"comparisons": [views.comparison_view(n, tabs.get(n, pd.DataFrame()))
-                                for n in COMPARISONS],
+        level = num(dict(config.get("stop") or {}).get("level", 0.95))
+        return {"groups": split.split_views(tabs),
+                "best": split.best_vs_best(cells, samples, 0.95 if math.isnan(level) else level,
+                                           num(config.get("fdr_q", 0.05)), min_effect),
+                "seed": seedtable.seed_blocks(cells, tabs, reference_env, order),
                 "cells": views.cells_table(cells)}
 
     def history():
-        return {"figures": history_figures(ok, order),
+        return {**history_panels(ok, order, reference_env),
                 "versions": views.versions_view(versions, order)}
 
     def time_section():
@@ -108,7 +128,9 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
         "sections": SECTIONS,
         "machine": text(machine),
         "generated": now.strftime("%Y-%m-%d %H:%M UTC"),
+        "answer": _guard("answer", errors, first_screen),
         "verdict": _guard("verdict", errors, verdict),
+        "coverage": _guard("coverage", errors, coverage, cells, machine_facts, config),
         "tables": _guard("tables", errors, tables_section),
         "history": _guard("history", errors, history),
         "time": _guard("time", errors, time_section),

@@ -2,6 +2,7 @@
 time goes, stability, every cell. Each view takes what aggregation wrote (typed frames, the
 processes' samples) and returns plain data."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ from tfspeed.cells import AXES
 ID_COLS = ["machine", "env", "framework", "framework_version", "python", "keras_version", *AXES]
 
 # The "at a glance" matrix of each comparison: these axes become its columns, the rest its rows.
-GLANCE_COLUMNS = {"tf2_vs_tf1": ["mode", "left_env"]}
+GLANCE_COLUMNS = {"tf2_vs_tf1": ["mode"]}
 
 GLANCE_DEFAULT = ["env"]
 
@@ -264,13 +265,23 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
             "flagged": {"id": "t-flagged", "columns": columns, "rows": flagged}}
 
 
+def spike_columns(cells: pd.DataFrame) -> list[str]:
+    """Tail and spike columns (p95, p99, max over median, spike count) where aggregation wrote
+    them; none in older tables."""
+    return [c for c in cells.columns if re.search(r"(^|_)p9[59](_|$)|spike|max_over_median", c)]
+
+
 def cells_table(cells: pd.DataFrame) -> dict:
     """Every cell, sortable and filterable."""
     cols = [c for c in ["machine", "env", "framework_version", *AXES] if c in cells.columns]
+    spikes = spike_columns(cells)
     columns = ([{"label": c, "num": False} for c in cols]
                + [{"label": c, "num": n} for c, n in (
                    ("status", False), ("n", True), ("median ms", True), ("CI ms", True),
-                   ("first call ms", True), ("flags", False))])
+                   ("first call ms", True))]
+               + [{"label": c.removesuffix("_s") + (" ms" if c.endswith("_s") else ""),
+                   "num": True} for c in spikes]
+               + [{"label": "flags", "num": False}])
     rows = []
     for r in records(cells):
         status = text(r.get("status"), "?")
@@ -286,6 +297,8 @@ def cells_table(cells: pd.DataFrame) -> dict:
             cell(f"{fmt_ms(r.get('ci_low_s'))} – {fmt_ms(r.get('ci_high_s'))}", "num",
                  v=num(r.get("ci_low_s"))),
             cell(fmt_ms(r.get("first_call_s")), "num", v=num(r.get("first_call_s"))),
+            *[cell(fmt_ms(r.get(c)) if c.endswith("_s") else fmt_num(r.get(c), ".3g"), "num",
+                   v=num(r.get(c))) for c in spikes],
             cell(" ".join(flags), "warn" if flags else ""),
         ])
     return {"id": "t-cells", "columns": columns, "rows": rows}

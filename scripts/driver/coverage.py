@@ -1,0 +1,107 @@
+"""What the study measured and what it did not, and why: factors, model and data sizes, devices,
+versions. From cells.csv, the machines' facts and the config; never a guess about a cell file."""
+from collections import Counter
+
+import pandas as pd
+
+from driver.fmt import col, records, text, version_key
+from tfspeed import cells as tfcells
+from tfspeed import models as tfmodels
+
+# Versions the source study used that no env can install, and why (README "What could not be
+# installed").
+NOT_INSTALLABLE = [
+    ("TensorFlow 2.0.0b1 (seed 001: 2.0.0-beta1 vs 2.0.0 on CPU)",
+     "not installable: PyPI holds no files for TensorFlow pre-releases before 2.6.0rc0"),
+]
+
+SEED_GPU = "GTX 1070"
+
+
+def _configured_pairs(config: dict) -> set:
+    pairs = set()
+    for grid in (config or {}).get("grids") or []:
+        for pair in grid.get("pairs") or []:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                pairs.add((text(pair[0]), text(pair[1])))
+    return pairs
+
+
+def _list(counter: Counter) -> str:
+    return ", ".join(f"{k} ({n})" for k, n in counter.items()) or "none"
+
+
+def coverage(cells: pd.DataFrame, machines: dict, config: dict) -> dict:
+    """Rows {what, measured, missing: [(value, why)]}, and a one-line summary for the top."""
+    status = col(cells, "status").map(text)
+    ok = cells[status == "ok"] if len(cells) else cells
+    rows = []
+
+    def count(axis, frame=ok):
+        return Counter(col(frame, axis).map(text).dropna())
+
+    # Versions: every TF env with its ok cells; envs that never ran ok; what cannot be installed.
+    per_env = Counter()
+    versions = {}
+    for r in records(cells):
+        env = text(r.get("env"))
+        versions.setdefault(env, (text(r.get("framework")), text(r.get("framework_version"))))
+        if text(r.get("status")) == "ok":
+            per_env[env] += 1
+    tf_envs = sorted((e for e, (fw, _) in versions.items() if fw in ("tensorflow", "")),
+                     key=lambda e: version_key(versions[e][1] or e))
+    ok_counts = [per_env[e] for e in tf_envs if per_env[e]]
+    missing = [(e, "no cell ran ok (see Failed cells)") for e in tf_envs if not per_env[e]]
+    missing += NOT_INSTALLABLE
+    spread = (f"; {min(ok_counts)}–{max(ok_counts)} ok cells per version, median "
+              f"{sorted(ok_counts)[len(ok_counts) // 2]}" if ok_counts else "")
+    rows.append({"what": "TensorFlow versions",
+                 "measured": ", ".join(versions[e][1] or e for e in tf_envs if per_env[e])
+                 + spread, "missing": missing})
+    others = sorted({f"{fw} {v}" for e, (fw, v) in versions.items()
+                     if fw not in ("tensorflow", "") and per_env[e]})
+    if others:
+        rows.append({"what": "other frameworks", "measured": ", ".join(others), "missing": []})
+
+    # Model and data sizes: the seed's 3 x 3 grid.
+    pairs = Counter(f"{m}-{d}" for m, d in zip(col(ok, "model").map(text),
+                                               col(ok, "data").map(text)))
+    configured = _configured_pairs(config)
+    want = [(m, d) for m in tfmodels.MODELS for d in tfmodels.DATA
+            if m in ("small", "medium", "large") and d in ("small", "medium", "large")]
+    missing = []
+    for m, d in want:
+        if f"{m}-{d}" in pairs:
+            continue
+        why = ("in the grids, but no cell ran ok" if (m, d) in configured else
+               "not in this study's grids (out of its budget; presets/seed_full.yaml runs the "
+               "seed's full grid)")
+        missing.append((f"{m} model, {d} data", why))
+    rows.append({"what": "model × data", "measured": _list(pairs), "missing": missing})
+
+    # Devices: a GPU needs a GPU on the machine and a GPU env.
+    gpus = [g for f in (machines or {}).values() for g in (f.get("gpus") or [])]
+    devices = count("device")
+    missing = []
+    if "gpu" not in devices:
+        why = (f"no GPU visible on this machine (the seed ran on a {SEED_GPU})" if not gpus
+               else "no GPU env in this study (config `envs`)")
+        missing.append(("GPU", why))
+    rows.append({"what": "devices", "measured": _list(devices), "missing": missing})
+
+    # The factors.
+    for axis, values in (("keras", tfcells.KERAS), ("mode", tfcells.MODES),
+                         ("api", tfcells.APIS), ("input", tfcells.INPUTS)):
+        seen = count(axis)
+        extra = [v for v in seen if v not in values]  # values this code does not know yet
+        missing = [(v, "not in this study's grids") for v in values if v not in seen]
+        rows.append({"what": axis, "measured": _list(Counter({k: seen[k] for k in
+                                                              [*values, *extra] if k in seen})),
+                     "missing": missing})
+    gpu_text = "no GPU" if "gpu" not in devices else "GPU and CPU"
+    sizes = ", ".join(pairs) or "no"
+    summary = (f"Measured here: {len([e for e in tf_envs if per_env[e]])} TensorFlow versions, "
+               f"{sizes} model-data only, {gpu_text}"
+               + (f"; most versions hold {sorted(ok_counts)[len(ok_counts) // 2]} cells"
+                  if ok_counts else "") + ".")
+    return {"rows": rows, "summary": summary}

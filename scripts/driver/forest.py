@@ -1,0 +1,152 @@
+"""Figures that must be read on any screen and on paper: the forest plot of TF2 vs TF1 (the first
+screen) and the performance history as small multiples. One small SVG per panel, so that the
+page's grid reflows them (side by side at 1400 px, stacked at 800 px) instead of shrinking one
+wide figure; every SVG carries an accessible name."""
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator
+
+from driver.figures import fig_svg, plain_log_axis
+from driver.fmt import col, ncol, records, text
+from driver.ordering import AXIS_ORDER
+
+VERDICT_STYLE = {  # colour, marker, legend text (from TF 2's side: left = TF 2)
+    "right_faster": ("#a12622", "o", "TF 2 slower"),
+    "left_faster": ("#1e7b34", "o", "TF 2 faster"),
+    "equivalent": ("#1f4e99", "D", "equivalent"),
+    "inconclusive": ("#5f6672", "s", "undecided"),
+}
+
+
+def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
+    """Ratio TF2 / TF1 per version (rows, oldest on top) with its CI, the line at 1 and the band
+    1 / (1 + min_effect) .. 1 + min_effect in which a whole CI means "equivalent"."""
+    rows = panel["rows"]
+    n = max(len(rows), 1)
+    fig = Figure(figsize=(4.3, 0.9 + 0.2 * n))
+    ax = fig.add_subplot()
+    lo_band, hi_band = 1 / (1 + min_effect), 1 + min_effect
+    ax.axvspan(lo_band, hi_band, color="#1f4e99", alpha=0.10, linewidth=0)
+    ax.axvline(1.0, color="#333", linewidth=0.8)
+    xs = []
+    for i, r in enumerate(rows):
+        colour, marker, _ = VERDICT_STYLE.get(r["verdict"], VERDICT_STYLE["inconclusive"])
+        if not (math.isnan(r["lo"]) or math.isnan(r["hi"])):
+            ax.hlines(i, r["lo"], r["hi"], color=colour, linewidth=1.6)
+            xs += [r["lo"], r["hi"]]
+        if not math.isnan(r["ratio"]):
+            ax.plot([r["ratio"]], [i], marker=marker, color=colour, markersize=5 if r["head"] else 3.5,
+                    markerfacecolor="white" if r["standin"] else colour, markeredgewidth=1.2)
+            xs.append(r["ratio"])
+    xs = [x for x in xs if x > 0 and math.isfinite(x)] or [1.0]
+    left, right = min(min(xs), lo_band) / 1.08, max(max(xs), hi_band) * 1.08
+    ax.set_xscale("log")
+    ax.set_xlim(left, right)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    if right / left < 2.5:  # a narrow range: evenly spaced ticks, at most 6 of them
+        for step in (0.05, 0.1, 0.2, 0.25, 0.5):
+            ticks = [round(k * step, 2) for k in range(1, 400) if left <= k * step <= right]
+            if len(ticks) <= 6:
+                break
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:g}x" for t in ticks])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r["label"] for r in rows], fontsize=8)
+    for label, r in zip(ax.get_yticklabels(), rows):
+        if r["head"]:
+            label.set_fontweight("bold")
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel(f"step time TF 2 / {reference}  (> 1: TF 2 slower)", fontsize=8)
+    ax.set_title(panel["title"], fontsize=9, loc="left")
+    ax.tick_params(labelsize=8)
+    ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
+    fig.tight_layout()
+    label = (f"Forest plot, {panel['title']}: step time of each TF 2 version divided by "
+             f"{reference}'s with its 95 % confidence interval; the shaded band is "
+             f"1 ± {min_effect:.0%}")
+    return fig_svg(fig, label)
+
+
+def _short(version: str) -> str:
+    parts = text(version).split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else text(version)
+
+
+HISTORY_KEYS = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]
+
+
+def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
+                   min_versions: int = 3) -> dict:
+    """One panel per configuration measured in at least `min_versions` TF versions: median ms
+    per step against version with the CI band, and the reference env's median as a line (for
+    keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1 compares them with)."""
+    if ok.empty or "env" not in ok.columns:
+        return {"panels": [], "fewer": 0, "min_versions": min_versions}
+    df = ok[col(ok, "framework").map(text) == "tensorflow"].copy()
+    for g in HISTORY_KEYS + ["env", "framework_version"]:
+        df[g] = col(df, g, "").map(text)
+    for c in ("median_s", "ci_low_s", "ci_high_s"):
+        df[c] = ncol(df, c)
+    envs = [e for e in order if e in set(df["env"])]
+    version = {r["env"]: r["framework_version"] for r in records(df)}
+    ref = df[df["env"] == reference_env]
+    groups = []
+    for key, part in df.groupby(HISTORY_KEYS, sort=False):
+        if part["env"].nunique() >= min_versions:
+            groups.append((key, part))
+    several = df["machine"].nunique() > 1
+
+    def rank(key):
+        return tuple(AXIS_ORDER.get(a, {}).get(v, 99) if a != "machine" else v
+                     for a, v in zip(HISTORY_KEYS, key))
+
+    groups.sort(key=lambda kv: (-kv[1]["env"].nunique(), rank(kv[0])))
+    panels = []
+    for key, part in groups:
+        k = dict(zip(HISTORY_KEYS, key))
+        xs = [e for e in envs if e in set(part["env"])]
+        pos = {e: envs.index(e) for e in xs}
+        part = part.assign(_x=part["env"].map(pos)).sort_values("_x")
+        fig = Figure(figsize=(4.3, 2.5))
+        ax = fig.add_subplot()
+        x, y = part["_x"].to_numpy(), part["median_s"].to_numpy() * 1e3
+        lo, hi = part["ci_low_s"].to_numpy() * 1e3, part["ci_high_s"].to_numpy() * 1e3
+        band = ~(np.isnan(lo) | np.isnan(hi))
+        if band.any():
+            ax.fill_between(x[band], lo[band], hi[band], color="#1f77b4", alpha=0.2, linewidth=0,
+                            label="95 % CI")
+        ax.plot(x, y, "-o", color="#1f4e99", markersize=3.5, linewidth=1.3, label="median")
+        rk = "tf.keras" if k["keras"] in ("keras3", "tf_keras") else k["keras"]
+        same = ref[(ref["keras"] == rk) & (ref["machine"] == k["machine"])]
+        for a in ("model", "data", "mode", "api", "input", "device"):
+            same = same[same[a] == k[a]]
+        refline = ""
+        if len(same) and reference_env in envs:
+            m = float(same["median_s"].iloc[0]) * 1e3
+            ax.axhline(m, color="#a12622", linestyle="--", linewidth=1.0,
+                       label=f"{reference_env} ({rk})")
+            refline = f", dashed line: {reference_env}"
+        ax.set_xticks(range(len(envs)))
+        ax.set_xticklabels([_short(version.get(e, e)) for e in envs], rotation=90, fontsize=7)
+        ax.set_xlim(-0.6, len(envs) - 0.4)
+        ax.set_yscale("log")
+        plain_log_axis(ax)
+        ax.set_ylabel("ms per step", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        title = (f"{k['keras']} · {k['mode']} · {k['api']} · {k['input']} · {k['device']}"
+                 f"\n{k['model']} model, {k['data']} data"
+                 + (f" · {k['machine']}" if several else ""))
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
+        ax.legend(fontsize=6.5, frameon=False, loc="best")
+        fig.tight_layout()
+        label = (f"Performance history of {title.replace(chr(10), ', ')}: median ms per step "
+                 f"per TF version with its CI band{refline}")
+        panels.append({"title": title.replace("\n", ", "), "svg": fig_svg(fig, label)})
+    fewer = df.groupby(HISTORY_KEYS).ngroups - len(panels) if len(df) else 0
+    return {"panels": panels, "fewer": fewer, "min_versions": min_versions}

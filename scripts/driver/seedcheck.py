@@ -1,0 +1,204 @@
+"""The seed's DO / DON'T list checked line by line, and this machine's own rules, both from the
+one-factor comparison tables' verdicts (driver/verdicts.py), never from cell files.
+
+A seed line names a configuration ("fit() + numpy + tf.keras + TF1/TF2 + Eager"). Its one-factor
+neighbours are the rows of graph_vs_eager, fit_vs_train_on_batch, numpy_vs_tfdata and
+keras_vs_tfkeras in which one side is that configuration and the other differs in one of the
+factors the line fixes. A DO says "nothing one change away is faster": it holds in an env when no
+neighbour is significantly faster. A DON'T says "one change makes it faster": it holds in an env
+when some neighbour is. Cells of the line that failed (crashed, hung, unusable) count for a
+DON'T: the seed's "[Major] tf.python.keras" warns of exactly that.
+"""
+import math
+
+import pandas as pd
+
+from driver.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
+from driver.fmt import num, records, text
+
+NEIGHBOUR_TABLES = {"graph_vs_eager": "mode", "fit_vs_train_on_batch": "api",
+                    "numpy_vs_tfdata": "input", "keras_vs_tfkeras": "keras"}
+
+# (DO or DONT, the seed's words, the configuration it names, what the study must hold to test it)
+SEED_LINES = [
+    ("DO", "train_on_batch() + numpy + tf.keras + TF1 + Eager/Graph",
+     {"api": ["train_on_batch"], "input": ["numpy"], "keras": ["tf.keras"], "tf": [1],
+      "mode": ["eager", "graph"]}),
+    ("DO", "train_on_batch() + numpy + tf.keras + TF2 + Graph",
+     {"api": ["train_on_batch"], "input": ["numpy"], "keras": ["tf.keras"], "tf": [2],
+      "mode": ["graph"]}),
+    ("DO", "fit() + numpy + tf.keras + TF1/TF2 + Graph + large model & data",
+     {"api": ["fit"], "input": ["numpy"], "keras": ["tf.keras"], "tf": [1, 2], "mode": ["graph"],
+      "model": ["large"], "data": ["large"]}),
+    ("DONT", "fit() + numpy + keras for small & medium models and data",
+     {"api": ["fit"], "input": ["numpy"], "keras": ["keras"], "model": ["small", "medium"],
+      "data": ["small", "medium"]}),
+    ("DONT", "fit() + numpy + tf.keras + TF1/TF2 + Eager",
+     {"api": ["fit"], "input": ["numpy"], "keras": ["tf.keras"], "tf": [1, 2],
+      "mode": ["eager"]}),
+    ("DONT", "train_on_batch() + numpy + keras + TF1 + Eager",
+     {"api": ["train_on_batch"], "input": ["numpy"], "keras": ["keras"], "tf": [1],
+      "mode": ["eager"]}),
+    ("DONT", "[Major] tf.python.keras; it can run 10-100x slower",
+     {"keras": ["tf.python.keras"]}),
+]
+
+
+def _major(version) -> int | None:
+    v = text(version).split(".")[0]
+    return int(v) if v.isdigit() else None
+
+
+def matches(row: dict, spec: dict, side: str = "") -> bool:
+    """Whether one side of a comparison row (or a cell, side '') is the configuration."""
+    for axis, allowed in spec.items():
+        if axis == "tf":
+            fw = text(row.get(side + "framework")) or text(row.get("framework")) or "tensorflow"
+            version = text(row.get(side + "framework_version")) or text(
+                row.get("framework_version"))
+            if fw != "tensorflow" or _major(version) not in allowed:
+                return False
+            continue
+        value = text(row.get(side + axis)) or text(row.get(axis))
+        if value not in allowed:
+            return False
+    return True
+
+
+def neighbours(tabs: dict, spec: dict) -> list[dict]:
+    """Rows with one side the configuration and the other not, oriented: `speedup` > 1 when
+    the configuration is faster, `outcome` faster / slower / equivalent / inconclusive."""
+    out = []
+    for name, factor in NEIGHBOUR_TABLES.items():
+        df = tabs.get(name, pd.DataFrame())
+        for r in records(df):
+            if row_kind(r, name) != "one":
+                continue
+            left, right = matches(r, spec, "left_"), matches(r, spec, "right_")
+            if left == right:
+                continue
+            ratio = num(r.get("ratio"))  # left / right
+            speedup = 1 / ratio if left else ratio
+            v = norm_verdict(r.get("verdict"))
+            outcome = {LEFT: "faster" if left else "slower",
+                       RIGHT: "slower" if left else "faster",
+                       EQUIV: "equivalent", INCONCL: "inconclusive"}[v]
+            other = text(r.get("right_" + factor if left else "left_" + factor))
+            out.append({"table": name, "factor": factor, "other": other, "speedup": speedup,
+                        "outcome": outcome, "env": text(r.get("env"))})
+    return out
+
+
+def failed_cells(cells: pd.DataFrame, spec: dict) -> list[dict]:
+    return [r for r in records(cells) if text(r.get("status")) in ("failed", "skipped")
+            and matches(r, spec)]
+
+
+def _times(values) -> str:
+    values = sorted(v for v in values if not math.isnan(v))
+    if not values:
+        return ""
+    lo, hi = f"{values[0]:.2f}x", f"{values[-1]:.2f}x"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def check_line(kind: str, words: str, spec: dict, tabs: dict, cells: pd.DataFrame) -> dict:
+    """Per env (one TF version's cells): a DO holds there when no one-factor alternative is
+    significantly faster, a DON'T when at least one is (or its cells failed there). The line
+    holds when it holds in more than half of the envs tested; it does not hold when it fails in
+    more than half; undecided otherwise."""
+    rows = neighbours(tabs, spec)
+    fails = failed_cells(cells, spec)
+    measured = [r for r in records(cells) if text(r.get("status")) == "ok" and matches(r, spec)]
+    if not rows and not fails:
+        why = ("no cell of this configuration was measured here" if not measured else
+               "its cells have no one-factor neighbour here")
+        return {"kind": kind, "words": words, "status": "not testable here", "cls": "nodata",
+                "evidence": why}
+    envs = sorted({r["env"] for r in rows} | {text(f.get("env")) for f in fails})
+    failed_envs = {text(f.get("env")) for f in fails}
+    beaten, clean, open_ = [], [], []
+    for env in envs:
+        mine = [r for r in rows if r["env"] == env]
+        if any(r["outcome"] == "slower" for r in mine) or env in failed_envs:
+            beaten.append(env)
+        elif mine and all(r["outcome"] in ("faster", "equivalent") for r in mine):
+            clean.append(env)
+        else:
+            open_.append(env)
+    good, bad = (clean, beaten) if kind == "DO" else (beaten, clean)
+    n = len(envs)
+    if len(good) > n / 2:
+        status, cls = "holds", "holds"
+    elif len(bad) > n / 2:
+        status, cls = "does not hold", "fails"
+    else:
+        status, cls = "undecided", "ns"
+    better: dict = {}
+    for r in rows:
+        if r["outcome"] == "slower" and r["speedup"] > 0:
+            better.setdefault(f"{r['factor']} {r['other']}", []).append(1 / r["speedup"])
+    parts = [f"{n} env{'s' if n != 1 else ''}: a one-factor change is significantly faster in "
+             f"{len(beaten)}" + (f" ({', '.join(beaten)})" if beaten else ""),
+             f"no change is faster in {len(clean)}", f"undecided in {len(open_)}"]
+    if better:
+        parts.append("faster alternatives: " + ", ".join(
+            f"{k} ({_times(v)} as fast)" for k, v in sorted(better.items())))
+    if fails:
+        parts.append(f"{len(fails)} cell{'s' if len(fails) != 1 else ''} failed or unusable "
+                     f"({', '.join(sorted(failed_envs))}): counted for the DON'T")
+    return {"kind": kind, "words": words, "status": status, "cls": cls,
+            "evidence": "; ".join(parts) + f" ({len(rows)} comparisons)"}
+
+
+def seed_checks(tabs: dict, cells: pd.DataFrame) -> list[dict]:
+    return [check_line(kind, words, spec, tabs, cells) for kind, words, spec in SEED_LINES]
+
+
+# ------------------------------------------------------------------ this machine's own rules
+
+RULE_CONTEXT = {"fit_vs_train_on_batch": ("fit()", "train_on_batch()", ["mode", "input"]),
+                "numpy_vs_tfdata": ("numpy input", "tf.data input", ["mode", "api"]),
+                "graph_vs_eager": ("graph mode", "eager mode", ["api", "input"])}
+
+
+def machine_rules(tabs: dict) -> list[dict]:
+    """Factor-level rules like the seed's: per one-factor table and context (e.g. fit vs
+    train_on_batch in eager mode with numpy input), which side is faster, by how much, in how
+    many pairs and envs. A rule is a DO/DON'T when most pairs are decided the same way."""
+    out = []
+    for name, (left_txt, right_txt, ctx) in RULE_CONTEXT.items():
+        df = tabs.get(name, pd.DataFrame())
+        one = [r for r in records(df) if row_kind(r, name) == "one"]
+        groups: dict = {}
+        for r in one:
+            groups.setdefault(tuple(text(r.get(c)) for c in ctx), []).append(r)
+        for key, rows in sorted(groups.items()):
+            v = [norm_verdict(r.get("verdict")) for r in rows]
+            ratios = [num(r.get("ratio")) for r in rows]
+            n, envs = len(rows), len({text(r.get("env")) for r in rows})
+            n_left, n_right, n_eq = v.count(LEFT), v.count(RIGHT), v.count(EQUIV)
+            where = " + ".join(key)
+            if n_right > n / 2:
+                slow, fast, k = left_txt, right_txt, n_right
+                by = _times([x for x, w in zip(ratios, v) if w == RIGHT])
+            elif n_left > n / 2:
+                slow, fast, k = right_txt, left_txt, n_left
+                by = _times([1 / x for x, w in zip(ratios, v) if w == LEFT and x > 0])
+            else:
+                text_ = (f"{left_txt} vs {right_txt} ({where}): no rule; {n_eq} equivalent, "
+                         f"{n_left} {left_txt} faster, {n_right} {right_txt} faster, "
+                         f"{n - n_left - n_right - n_eq} undecided of {n} pairs in {envs} envs")
+                out.append({"kind": "none", "text": text_, "n": n, "strength": 0.0})
+                continue
+            text_ = (f"DON'T use {slow} with {where}; use {fast}: {slow} takes {by} the time "
+                     f"of {fast} in {k} of {n} pairs ({envs} env{'s' if envs != 1 else ''})")
+            out.append({"kind": "DONT", "text": text_, "n": n, "use": fast,
+                        "strength": max(_num_list(by))})
+    out.sort(key=lambda r: ({"DONT": 0, "none": 1}[r["kind"]], -r["strength"]))
+    return out
+
+
+def _num_list(span: str) -> list[float]:
+    vals = [num(p.rstrip("x")) for p in span.replace("–", " ").split()]
+    return [v for v in vals if not math.isnan(v)] or [0.0]

@@ -1,0 +1,235 @@
+"""The report's first screen and how it reads (issue 15): answer sentences and forest plots from
+the tf2_vs_tf1 verdicts, the seed's DO / DON'T checked line by line, the coverage panel, rows
+that change more than one factor kept apart, and, in real headless Chromium at 1400 and 800 px
+and printed to PDF: the answer and forest within the first 1000 px, no horizontal overflow,
+an accessible name on every figure, every table's columns inside the printed page, readable
+contrast. Screenshots and the PDF stay under build/report-test/ for a reader to look at.
+
+Two studies: the synthetic one of test_report.py (three processes per cell, so verdicts are
+decided) and the real cell files of a quick run (tests/fixtures/cells, one process per cell),
+both through the real aggregation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_report import REPO, SECTION_IDS, aggregate, browser, needs_chromium, report, synthetic_study
+
+from driver import answer, coverage, seedcheck, split  # noqa: E402
+
+SHOTS = REPO / "build" / "report-test"
+FIXTURE_CELLS = REPO / "tests" / "fixtures" / "cells"
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("screen")
+    kwargs = synthetic_study(root)
+    out = root / "report.html"
+    info = report.render(out_html=str(out), **kwargs)
+    return {"path": out, "html": out.read_text(encoding="utf-8"), "info": info, "kwargs": kwargs}
+
+
+@pytest.fixture(scope="module")
+def quick_fixture(tmp_path_factory):
+    """The checked-in cell files of a real quick run, aggregated and rendered for real."""
+    root = tmp_path_factory.mktemp("fixture")
+    paths = sorted(str(p) for p in FIXTURE_CELLS.rglob("*.json"))
+    assert paths
+    kwargs = aggregate(root, paths)
+    out = root / "report.html"
+    info = report.render(out_html=str(out), **kwargs)
+    return {"path": out, "html": out.read_text(encoding="utf-8"), "info": info}
+
+
+def _tables(kwargs):
+    from driver import bundle
+
+    return bundle.read_tables(kwargs["tables"]), bundle.read_table(kwargs["cells_csv"])
+
+
+def test_answer_sentences_from_verdicts(synthetic):
+    tabs, _ = _tables(synthetic["kwargs"])
+    ans = answer.answer(tabs, 0.05)
+    assert ans["reference"] == "TF 1.14.0"
+    whats = [s["what"] for s in ans["sentences"]]
+    # one sentence per mode and API, graph and eager both, in the axes' order
+    assert whats == ["Eager mode, train_on_batch()", "Eager mode, fit()",
+                     "Graph mode, train_on_batch()", "Graph mode, fit()"]
+    for s in ans["sentences"]:  # TF 2 was made 1.3x slower in both TF 2 envs
+        assert re.search(r"in 0 of 2 versions, slower in 2 \(1\.[23]\d", s["text"]), s
+        assert s["cls"] == "slower"
+    # the forest: one panel per sentence, every like-for-like row, versions in order
+    rows = ans["panels"][0]["rows"]
+    assert [r["version"] for r in rows if r["head"]] == ["2.3.4", "2.21.0"]
+    assert all(r["verdict"] == "right_faster" and r["lo"] > 1.0 for r in rows)
+    html = synthetic["html"]
+    top = html[html.find('<section id="verdict"'):html.find('id="seed-check"')]
+    assert "Graph mode, train_on_batch():" in top and 'class="forest"' in top
+    assert top.count('role="img"') == 4 and top.count("<title>Forest plot") == 4
+
+
+def test_cross_flavour_and_matmul_rows_are_kept_apart():
+    df = pd.DataFrame([
+        {"model": "small", "api": "fit", "mode": "graph", "left_keras": "tf.keras",
+         "right_keras": "tf.keras", "verdict": "right_faster"},
+        {"model": "small", "api": "fit", "mode": "graph", "left_keras": "keras3",
+         "right_keras": "tf.keras", "verdict": "right_faster"},
+        {"model": "small", "api": "fit", "mode": "graph", "left_keras": "tf_keras",
+         "right_keras": "tf.keras", "verdict": "equivalent"},
+        {"model": "matmul", "api": "matmul", "mode": "numpy", "left_keras": "none",
+         "right_keras": "none", "verdict": "left_faster"},
+    ])
+    assert [answer.row_kind(r, "tf2_vs_tf1") for r in df.to_dict("records")] == [
+        "one", "cross", "cross", "micro"]
+    kept = answer.like_for_like(df)
+    assert list(kept["left_keras"]) == ["tf.keras", "tf_keras"]  # tf_keras stands in
+    assert list(kept["standin"]) == [False, True]
+    assert answer.norm_verdict("right faster") == "right_faster"
+    assert answer.norm_verdict("not significant") == "inconclusive"
+    views = split.split_views({"tf2_vs_tf1": df.assign(pct=1.0, ratio=1.0)})
+    names = [g["name"] for g in views]
+    assert names[-1] == "micro" and views[0]["main"]["rows"] == 1
+    assert views[0]["extra"][0]["rows"] == 2  # keras3 and tf_keras rows, apart
+
+
+def test_seed_lines_checked(synthetic):
+    tabs, cells = _tables(synthetic["kwargs"])
+    checks = {c["words"]: c for c in seedcheck.seed_checks(tabs, cells)}
+    assert len(checks) == len(seedcheck.SEED_LINES)
+    major = checks["[Major] tf.python.keras; it can run 10-100x slower"]
+    assert major["status"] == "holds" and re.search(r"keras tf.keras \(1\d\.\d+x", major["evidence"])
+    large = checks["fit() + numpy + tf.keras + TF1/TF2 + Graph + large model & data"]
+    assert large["status"] == "not testable here"
+    # fit() was made 2x train_on_batch(): the seed's DON'T on eager fit holds
+    assert checks["fit() + numpy + tf.keras + TF1/TF2 + Eager"]["status"] == "holds"
+    rules = seedcheck.machine_rules(tabs)
+    assert any(r["kind"] == "DONT" and r["text"].startswith("DON'T use fit()") for r in rules)
+    # failed cells of a DON'T configuration count for it
+    failed = pd.DataFrame([{"status": "failed", "keras": "tf.python.keras", "env": "tf2.0",
+                            "framework_version": "2.0.4", "api": "fit", "input": "numpy",
+                            "mode": "eager", "model": "small", "data": "small"}])
+    only_failures = seedcheck.check_line("DONT", "x", {"keras": ["tf.python.keras"]}, {}, failed)
+    assert only_failures["status"] == "holds" and "1 cell failed" in only_failures["evidence"]
+    assert checks["train_on_batch() + numpy + tf.keras + TF1 + Eager/Graph"]["status"] == "holds"
+    # a DO that a one-factor change beats does not hold: eager fit() loses to train_on_batch()
+    # and to graph mode in every env of the synthetic study
+    eager_fit = {"api": ["fit"], "mode": ["eager"], "keras": ["tf.keras"], "input": ["numpy"]}
+    assert seedcheck.check_line("DO", "x", eager_fit, tabs, cells)["status"] == "does not hold"
+
+
+def test_coverage_says_what_is_missing_and_why(synthetic):
+    _, cells = _tables(synthetic["kwargs"])
+    cov = coverage.coverage(cells, {"m": {"gpus": None}}, {"grids": [{"pairs": [["small",
+                                                                                  "small"]]}]})
+    rows = {r["what"]: r for r in cov["rows"]}
+    assert ("GPU", "no GPU visible on this machine (the seed ran on a GTX 1070)") in \
+        rows["devices"]["missing"]
+    assert any(v.startswith("TensorFlow 2.0.0b1") and "PyPI" in why
+               for v, why in rows["TensorFlow versions"]["missing"])
+    assert any(v == "large model, large data" and "not in this study's grids" in why
+               for v, why in rows["model × data"]["missing"])
+    assert "1.14.0, 2.3.4, 2.21.0" in rows["TensorFlow versions"]["measured"]
+
+
+def test_report_from_real_fixture_cells(quick_fixture):
+    """The real quick run's cells: one process per cell, so every verdict is undecided, and
+    the page says so instead of claiming anything."""
+    assert quick_fixture["info"]["section_errors"] == {}
+    html = quick_fixture["html"]
+    for s in SECTION_IDS:
+        assert '<section id="%s"' % s in html
+    assert "undecided in" in html and 'class="forest"' in html
+    assert "The matmul micro-case" in html and "run NumPy alone" in html
+    # heading order: no level skipped on the way down
+    levels = [int(h) for h in re.findall(r"<h([1-6])\b", html)]
+    assert levels[0] == 1 and all(b <= a + 1 for a, b in zip(levels, levels[1:])), levels
+
+
+# ----------------------------------------------------------------------------- in Chromium
+
+FIGURES_UNNAMED = """Array.from(document.querySelectorAll('svg, img, canvas'))
+  .filter(e => !(e.parentElement && e.parentElement.closest('svg')))
+  .filter(e => {
+    const label = (e.getAttribute('aria-label') || e.getAttribute('alt') || '').trim();
+    const title = e.tagName.toLowerCase() === 'svg' && e.querySelector(':scope > title');
+    return !(label || (title && title.textContent.trim()));
+  }).length"""
+
+TOP = """(() => { const a = document.querySelector('ul.answers'),
+  f = document.querySelector('.forest svg');
+  return [a ? a.getBoundingClientRect().top + scrollY : -1,
+          f ? f.getBoundingClientRect().top + scrollY : -1]; })()"""
+
+OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
+# Tables printed: each displayed and no wider than the page (its columns all rendered).
+PRINTED = """(() => { const w = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('table')).map(t => {
+    const r = t.getBoundingClientRect();
+    return {id: t.id || t.className, shown: t.getClientRects().length > 0,
+            right: Math.round(r.right), wide: t.scrollWidth, page: w}; }); })()"""
+
+# Every text run against the background it sits on (WCAG relative luminance), lowest first.
+CONTRAST = """(() => {
+  const lum = c => { const m = c.match(/[0-9.]+/g).map(Number);
+    const [r, g, b] = m.slice(0, 3).map(v => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
+    if (c && !/rgba\\(.*, 0\\)$/.test(c) && c !== 'transparent') return c; } return 'rgb(255,255,255)'; };
+  const out = [];
+  document.querySelectorAll('main *').forEach(e => {
+    if (e.closest('svg') || !e.getClientRects().length) return;
+    const own = Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own) return;
+    const s = getComputedStyle(e); if (s.visibility === 'hidden' || +s.opacity < 1) return;
+    const a = lum(s.color), b = lum(bg(e));
+    out.push([(Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), e.tagName + '.' + e.className]);
+  });
+  out.sort((x, y) => x[0] - y[0]); return out.slice(0, 5); })()"""
+
+
+def _check_page(path: Path, tag: str):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    probes = {"top": TOP, "overflow": OVERFLOW, "unnamed": FIGURES_UNNAMED,
+              "contrast": CONTRAST}
+    for width in (1400, 800):
+        result = browser.inspect(path, screenshot=SHOTS / f"{tag}-{width}.png", width=width,
+                                 height=1000, probes=probes)
+        assert result["errors"] == [] and browser.outside_requests(result) == []
+        p = result["probes"]
+        answers_top, forest_top = p["top"]
+        assert 0 <= answers_top < 1000 and 0 <= forest_top < 1000, (width, p["top"])
+        assert p["unnamed"] == 0
+        assert p["contrast"][0][0] >= 4.5, p["contrast"]
+        if width == 800:
+            assert p["overflow"] <= 0, p["overflow"]
+    printed = browser.inspect(path, width=1047, height=740, media="print",
+                              probes={"tables": PRINTED}, pdf=SHOTS / f"{tag}.pdf")
+    tables = printed["probes"]["tables"]
+    assert tables and all(t["shown"] for t in tables), [t for t in tables if not t["shown"]]
+    clipped = [t for t in tables if t["right"] > t["page"] + 1 or t["wide"] > t["page"] + 1]
+    assert clipped == []
+    assert (SHOTS / f"{tag}.pdf").stat().st_size > 20_000
+
+
+@needs_chromium
+def test_first_screen_in_chromium_synthetic(synthetic):
+    _check_page(synthetic["path"], "screen-synthetic")
+
+
+@needs_chromium
+def test_first_screen_in_chromium_real_cells(quick_fixture):
+    _check_page(quick_fixture["path"], "screen-fixture")
+
+
+@needs_chromium
+@pytest.mark.e2e
+def test_first_screen_in_chromium_quick_run(quick_run):
+    """The report the workflow rendered from the quick preset (needs the framework envs)."""
+    work, _ = quick_run
+    _check_page(work / "results" / "report.html", "screen-quick")
