@@ -56,6 +56,20 @@ def load_env_specs():
     return specs
 
 
+def package_sources(sources):
+    """Config `package_sources` with find_links folders made absolute (relative = to the repository):
+    the builder runs in the study's working directory."""
+    links = [
+        (
+            link
+            if re.match(r"^(https?|file)://", link)
+            else str(REPO / Path(link).expanduser())
+        )
+        for link in sources.get("find_links", [])
+    ]
+    return dict(sources, find_links=links)
+
+
 def config_error(key, message):
     raise WorkflowError("config error at '%s': %s" % (key, message))
 

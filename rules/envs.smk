@@ -19,8 +19,10 @@ rule build_env:
         env_root=lambda wildcards: str(REPO / config["env_root"]),
         installer=config["installer"],
         interpreters=json.dumps(config["interpreters"]),
+        sources=json.dumps(package_sources(config["package_sources"])),
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --spec {input.spec} --env-root {params.env_root:q}"
         " --installer {params.installer} --interpreters {params.interpreters:q}"
+        " --package-sources {params.sources:q}"
         " --lock {params.lock:q} --out {output.manifest} > {log} 2>&1"

@@ -3,13 +3,17 @@
 Finds an interpreter for the file's pinned `python=X.Y`, creates the venv in a folder named by the
 file's hash (a changed file builds a new env; an unchanged one is reused), installs the `pip:`
 section with uv where present (much faster) or pip, checks that the framework imports, and writes a
-manifest with the interpreter, the frozen package set and the spec hash. A build that fails still
+manifest with the interpreter, the frozen package set and the spec hash. Machine-local package sources
+(config `package_sources`: find-links folders, extra index URLs) are applied when present: a folder
+that does not exist or an index that does not answer is skipped with a log line, and the sources used
+are part of the venv's identity and of its manifest. `--plan` prints what would run. A build that fails still
 writes a manifest (status failed, the cause, the log tail): the cells of that env are then written
 as failed with that reason, and every other env's cells run.
 """
 import argparse
 import datetime
 import glob
+import json
 import os
 import re
 import shutil
@@ -17,12 +21,14 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.envspec import SpecError, parse_spec, spec_hash  # noqa: E402
+from driver.envspec import TF_PACKAGES, SpecError, parse_spec, spec_hash  # noqa: E402
 from driver.locks import machine_lock  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
@@ -136,7 +142,125 @@ def frozen_packages(venv):
     return dict(sorted(found.items()))
 
 
-def build(spec_file, env_root, installer, configured, tail):
+NO_SOURCES = {"find_links": [], "extra_index_urls": [], "packages": []}
+TORCH_CPU_HINT = (
+    "the installed torch %s is not a CPU build (no +cpu): PyPI's torch for Linux is the CUDA build, "
+    "whose nvidia-* libraries this CPU env does not list. Give a source of the CPU wheel in config "
+    "`package_sources` (extra_index_urls: [https://download.pytorch.org/whl/cpu], or find_links: a "
+    "folder holding the wheel), see README \"Package sources\"")
+
+
+def index_reachable(url, timeout_s=5.0):
+    """(True, "") when the index answers at all (any HTTP status below 500), else (False, why)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            return True, ""
+    except urllib.error.HTTPError as exc:
+        return (exc.code < 500), "HTTP %d" % exc.code
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return False, str(getattr(exc, "reason", exc))
+
+
+def is_url(text):
+    return re.match(r"^https?://", text) is not None
+
+
+def applied_sources(sources, pins, exists=os.path.isdir, reachable=index_reachable):
+    """Which of the configured package sources this env uses, and why the others are not used.
+
+    sources: config `package_sources`; pins: the env's name -> version. Returns (used, skipped):
+    used is {find_links, extra_index_urls, packages} (packages: the env's pins the sources serve,
+    [] = every pin; nothing when the env pins none of the configured packages), skipped a list of
+    lines. A find-links folder that does not exist and an index that does not answer are skipped:
+    uv fails the whole install on either.
+    """
+    sources = dict(NO_SOURCES, **(sources or {}))
+    wanted = [p.lower().replace("_", "-") for p in sources["packages"]]
+    served = [p for p in wanted if p in pins]
+    if wanted and not served:
+        return dict(NO_SOURCES), []
+    used, skipped = {"find_links": [], "extra_index_urls": [], "packages": served}, []
+    for link in sources["find_links"]:
+        if is_url(link):
+            ok, why = reachable(link)
+        else:
+            link = os.path.abspath(os.path.expanduser(link[7:] if link.startswith("file://")
+                                                      else link))
+            ok, why = exists(link), "no such folder"
+        if ok:
+            used["find_links"].append(link)
+        else:
+            skipped.append("find_links %s: %s" % (link, why))
+    for url in sources["extra_index_urls"]:
+        ok, why = reachable(url)
+        if ok:
+            used["extra_index_urls"].append(url)
+        else:
+            skipped.append("extra_index_urls %s: does not answer (%s)" % (url, why))
+    if not used["find_links"] and not used["extra_index_urls"]:
+        used = dict(NO_SOURCES)
+    return used, skipped
+
+
+def source_args(used):
+    args = []
+    for link in used["find_links"]:
+        args += ["--find-links", link]
+    for url in used["extra_index_urls"]:
+        args += ["--extra-index-url", url]
+    return args
+
+
+def env_identity(text, used):
+    """The venv's hash: the env file (and its lock), plus the package sources when any is used
+    (a source changes what gets installed: torch 2.13.0+cpu from a CPU wheel, 2.13.0 from PyPI)."""
+    if not (used["find_links"] or used["extra_index_urls"]):
+        return spec_hash(text)
+    return spec_hash(text + "\n# package sources: " + json.dumps(used, sort_keys=True))
+
+
+def install_plan(facts, staging, req_base, exe, uv, use_uv, used, lock_file=None):
+    """What a build runs, without running it: the files it writes and its commands, in order.
+
+    Pure: the same arguments give the same plan, and nothing is read or written. With sources
+    limited to some packages, those are installed first with the sources and the rest without (uv
+    takes a package from the first index that has it, so an extra index serves only what it is for).
+    """
+    if use_uv:
+        create = [uv, "venv", "--quiet", "--python", exe, staging]
+        install = [uv, "pip", "install", "--python", os.path.join(staging, "bin", "python"),
+                   "--no-deps"]
+    else:
+        create = [exe, "-m", "venv", staging]
+        install = [os.path.join(staging, "bin", "python"), "-m", "pip", "install",
+                   "--disable-pip-version-check", "--no-deps"]
+    sourced = used["packages"] if (used["find_links"] or used["extra_index_urls"]) else []
+    files, steps = {}, [("create venv", create)]
+    if lock_file:
+        steps.append(("install %s" % facts["name"],
+                      install + source_args(used) + ["--require-hashes", "-r", lock_file]))
+        return {"files": files, "steps": steps}
+    pins = ["%s==%s" % kv for kv in facts["pins"].items()]
+    if sourced:
+        first = [line for line in pins if line.split("==")[0] in sourced]
+        steps.append(("install %s (package sources)" % ", ".join(sourced),
+                      install + source_args(used) + first))
+        pins = [line for line in pins if line not in first]
+    req = req_base + ".requirements.txt"
+    files[req] = "\n".join(facts["pip_options"] + pins) + "\n"
+    extra = [] if sourced else source_args(used)
+    steps.append(("install %s" % facts["name"], install + extra + ["-r", req]))
+    return {"files": files, "steps": steps}
+
+
+def resolved_versions(pins, packages):
+    """The pins whose installed version says more than the pin (torch==2.13.0 -> 2.13.0+cpu)."""
+    return {name: packages[name] for name, pin in pins.items()
+            if name in packages and packages[name] != pin}
+
+
+def prepare(spec_file, env_root, installer, configured, sources, find_python=True):
+    """Read the env file and decide everything a build does; returns (manifest, plan)."""
     name = os.path.splitext(os.path.basename(spec_file))[0]
     with open(spec_file) as handle:
         text = handle.read()
@@ -154,48 +278,73 @@ def build(spec_file, env_root, installer, configured, tail):
         with open(lock_file) as handle:
             text += handle.read()
     digest = spec_hash(text)
-    venv = os.path.abspath(os.path.join(env_root, "%s-%s" % (name, digest)))
-    manifest = dict(facts, spec_file=spec_file, spec_hash=digest, venv=venv, locked=locked)
-    exe, version = find_interpreter(facts["python"], configured)
+    used, skipped = applied_sources(sources, facts["pins"])
+    for line in skipped:
+        print("[tfspeed] %s: package source skipped, %s" % (name, line), file=sys.stderr,
+              flush=True)
+    identity = env_identity(text, used)
+    venv = os.path.abspath(os.path.join(env_root, "%s-%s" % (name, identity)))
+    manifest = dict(facts, spec_file=spec_file, spec_hash=digest, env_hash=identity, venv=venv,
+                    locked=locked, package_sources=dict(used, skipped=skipped))
+    try:
+        exe, version = find_interpreter(facts["python"], configured)
+    except BuildError:
+        if find_python:
+            raise
+        exe, version = "<python%s, not found here>" % facts["python"], None  # a plan only
     manifest.update(base_interpreter=exe, python=version,
                     python_executable=os.path.join(venv, "bin", "python"))
+    uv = shutil.which("uv") or os.path.join(os.path.dirname(sys.executable), "uv")
+    use_uv = installer == "uv" or (installer == "auto" and os.path.exists(uv))
+    manifest["installer"] = "uv" if use_uv else "pip"
+    plan = install_plan(facts, venv + ".partial",
+                        os.path.join(os.path.abspath(env_root), "%s-%s" % (name, identity)),
+                        exe, uv, use_uv, used, lock_file if locked else None)
+    return manifest, plan
+
+
+def build(spec_file, env_root, installer, configured, tail, sources=None):
+    manifest, plan = prepare(spec_file, env_root, installer, configured, sources)
+    name, venv = manifest["name"], manifest["venv"]
     done_marker = os.path.join(venv, ".tfspeed-complete")
     if os.path.exists(done_marker):
-        print("[tfspeed] %s: reusing %s (spec unchanged)" % (name, venv), flush=True)
+        print("[tfspeed] %s: reusing %s (spec and package sources unchanged)" % (name, venv),
+              flush=True)
         manifest.update(reused=True, install_s=0.0)
     else:
-        uv = shutil.which("uv") or os.path.join(os.path.dirname(sys.executable), "uv")
-        use_uv = installer == "uv" or (installer == "auto" and os.path.exists(uv))
         staging = venv + ".partial"
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(env_root, exist_ok=True)
-        req = os.path.join(env_root, "%s-%s.requirements.txt" % (name, digest))
-        with open(req, "w") as handle:
-            handle.write("\n".join(facts["pip_options"] + [
-                "%s==%s" % kv for kv in facts["pins"].items()]) + "\n")
+        for path, body in plan["files"].items():
+            with open(path, "w") as handle:
+                handle.write(body)
         t0 = time.monotonic()
         # The pip section is the whole resolved set, pinned: install it as is, resolve nothing.
-        if use_uv:
-            run_logged([uv, "venv", "--quiet", "--python", exe, staging], "create venv", tail)
-            cmd = [uv, "pip", "install", "--python", os.path.join(staging, "bin", "python"),
-                   "--no-deps"]
-        else:
-            run_logged([exe, "-m", "venv", staging], "create venv", tail)
-            cmd = [os.path.join(staging, "bin", "python"), "-m", "pip", "install",
-                   "--disable-pip-version-check", "--no-deps"]
-        cmd += ["--require-hashes", "-r", lock_file] if locked else ["-r", req]
-        run_logged(cmd, "install %s" % name, tail)
+        for label, cmd in plan["steps"]:
+            run_logged(cmd, label, tail)
         manifest["install_s"] = round(time.monotonic() - t0, 2)
-        manifest["installer"] = "uv" if use_uv else "pip"
         shutil.rmtree(venv, ignore_errors=True)
         os.rename(staging, venv)  # a venv's bin/python works after a move; scripts are unused
         with open(done_marker, "w") as handle:
-            handle.write(digest + "\n")
+            handle.write(manifest["env_hash"] + "\n")
         manifest["reused"] = False
-    check = IMPORT_CHECK.get(facts["framework"], "import numpy as m")
-    run_logged([manifest["python_executable"], "-c", check + "; print(m.__version__)"],
-               "import check %s" % name, tail)
     manifest["packages"] = frozen_packages(venv)
+    # what ran, not what was asked for: torch==2.13.0 installs as 2.13.0+cpu from a CPU wheel
+    manifest["resolved"] = resolved_versions(manifest["pins"], manifest["packages"])
+    for pkg in (manifest["framework"],) + TF_PACKAGES:
+        if pkg in manifest["resolved"] and manifest["pins"][pkg] == manifest["framework_version"]:
+            manifest["framework_version"] = manifest["resolved"][pkg]
+            break
+    check = IMPORT_CHECK.get(manifest["framework"], "import numpy as m")
+    try:
+        run_logged([manifest["python_executable"], "-c", check + "; print(m.__version__)"],
+                   "import check %s" % name, tail)
+    except BuildError as exc:
+        torch = manifest["packages"].get("torch", "")
+        if torch and "+" not in torch and manifest["build"] == "cpu":
+            raise BuildError("%s; %s" % (exc.reason, TORCH_CPU_HINT % torch),
+                             exc.log_tail) from None
+        raise
     return manifest
 
 
@@ -205,16 +354,37 @@ def main(argv=None):
     parser.add_argument("--env-root", required=True, help="where venvs live")
     parser.add_argument("--installer", default="auto", choices=("auto", "uv", "pip"))
     parser.add_argument("--interpreters", default="{}", help="YAML/JSON mapping X.Y -> python")
+    parser.add_argument("--package-sources", default="{}",
+                        help="YAML/JSON {find_links: [...], extra_index_urls: [...], packages: [...]}")
     parser.add_argument("--lock", default=None, help="the machine-wide timing lock file")
-    parser.add_argument("--out", required=True, help="the manifest to write")
+    parser.add_argument("--out", help="the manifest to write")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the build plan (sources used and skipped, files, commands) as "
+                             "JSON and install nothing")
     args = parser.parse_args(argv)
+    sources = yaml.safe_load(args.package_sources) or {}
+    if args.plan:
+        try:
+            manifest, plan = prepare(args.spec, args.env_root, args.installer,
+                                     yaml.safe_load(args.interpreters) or {}, sources,
+                                     find_python=False)
+        except BuildError as exc:
+            sys.exit("[tfspeed] no plan: %s" % exc.reason)
+        json.dump({"venv": manifest["venv"], "env_hash": manifest["env_hash"],
+                   "spec_hash": manifest["spec_hash"],
+                   "package_sources": manifest["package_sources"], "files": plan["files"],
+                   "steps": plan["steps"]}, sys.stdout, indent=1)
+        print()
+        return
+    if not args.out:
+        parser.error("--out is required unless --plan")
     tail = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat()
     # Env builds load the machine: never beside a timing job.
     with machine_lock(args.lock):
         try:
             manifest = build(args.spec, args.env_root, args.installer,
-                             yaml.safe_load(args.interpreters) or {}, tail)
+                             yaml.safe_load(args.interpreters) or {}, tail, sources)
             manifest["status"], manifest["reason"] = "ok", ""
         except BuildError as exc:
             print("[tfspeed] env build failed: %s" % exc.reason, file=sys.stderr, flush=True)

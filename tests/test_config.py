@@ -41,6 +41,11 @@ BAD = {
     "env folder that is not one": ("env_dirs", ["envs", "envz"], ["env_dirs", "envz"]),
     "bad thread count": ("threads", 0, ["threads"]),
     "negative foreign share": ("foreign_cpu_max_share", -1, ["foreign_cpu_max_share"]),
+    "package sources not a mapping": ("package_sources", "/opt/wheels", ["package_sources"]),
+    "find_links not a list": ("package_sources", {"find_links": "/opt/wheels"},
+                              ["package_sources", "find_links"]),
+    "index that is not a URL": ("package_sources", {"extra_index_urls": ["download.pytorch.org"]},
+                                ["extra_index_urls", "download.pytorch.org"]),
 }
 
 

@@ -128,6 +128,12 @@ def _record(env, version, axes, status, samples=None, reason="", log_tail=None):
                            "env": {"python": "3.7.17", "python_executable": "/x/%s/bin/python"
                                    % env, "spec_hash": "abc123" + env, "install_s": 42.0,
                                    "spec_file": "envs/%s.yaml" % env,
+                                   "package_sources": {
+                                       "find_links": ["/opt/wheels"], "extra_index_urls": [],
+                                       "packages": ["tensorflow"],
+                                       "skipped": ["extra_index_urls https://idx.example/simple/:"
+                                                   " does not answer (dns)"]},
+                                   "resolved": {"tensorflow": version + "+local"},
                                    "packages": {"tensorflow": version, "numpy": "1.21.6",
                                                 "evil<pkg>": "<1.0>"}},
                            "load_before": [0.5, 0.4, 0.3], "load_after": [0.9, 0.5, 0.3]})
@@ -194,6 +200,9 @@ def test_sections_in_order_and_content(rendered):
     assert "DON&#39;T" in verdict or "DON'T" in verdict
     method = html[positions[SECTION_IDS.index("method")]:]
     assert "timing_slot=1" in method and "flock" in method
+    # each env says where its packages came from and what they installed as
+    assert "/opt/wheels (for tensorflow); skipped extra_index_urls https://idx.example" in html
+    assert "tensorflow 2.21.0+local" in html
     assert "overhead_rel" in method and "3.2e-05" in method
     # empty tables say so
     at = SECTION_IDS.index("tables")

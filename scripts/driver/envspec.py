@@ -19,6 +19,24 @@ def spec_hash(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+_SOURCE_OPTIONS = ("-f", "--find-links", "-i", "--index-url", "--extra-index-url")
+
+
+def _machine_path(line):
+    """The local path an installer option line names (an env file must not), or None.
+
+    Package-source options may name URLs only (https://...); no option may name an absolute path,
+    a home folder or a file: URL.
+    """
+    words = line.replace("=", " ").split()
+    for i, word in enumerate(words):
+        if word.startswith(("/", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", word):
+            return word
+        if i and words[i - 1] in _SOURCE_OPTIONS and not re.match(r"^https?://", word):
+            return word
+    return None
+
+
 def parse_spec(name, doc, path="envs/%s.yaml"):
     """Turn a parsed conda env file into the facts the workflow needs.
 
@@ -52,6 +70,13 @@ def parse_spec(name, doc, path="envs/%s.yaml"):
     options = []
     for line in pip_lines:
         if line.startswith("-"):
+            machine_path = _machine_path(line)
+            if machine_path:
+                raise SpecError(
+                    "%s: pip line %r names %s, a path of one machine: an env file must install "
+                    "anywhere. Put machine-local package sources in config `package_sources` "
+                    "(find_links, extra_index_urls), applied where they exist"
+                    % (where, line, machine_path))
             options.append(line)  # --extra-index-url and friends, passed through to the installer
             continue
         match = _PIN.match(line)

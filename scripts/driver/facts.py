@@ -62,6 +62,19 @@ def measurement_dates(recs: list[dict]) -> str:
     return dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
 
 
+def sources_text(sources) -> str:
+    """The package sources an env was built with (its manifest), skipped ones with their reason."""
+    if not isinstance(sources, dict):
+        return ""
+    used = [*(sources.get("find_links") or []), *(sources.get("extra_index_urls") or [])]
+    parts = []
+    if used:
+        served = ", ".join(sources.get("packages") or []) or "every package"
+        parts.append(f"{', '.join(map(text, used))} (for {served})")
+    parts += [f"skipped {text(line)}" for line in sources.get("skipped") or []]
+    return "; ".join(parts) or ("PyPI only" if "find_links" in sources else "")
+
+
 def environments_view(recs: list[dict]) -> dict:
     envs = {}
     for rec in sorted(recs, key=lambda r: text(r.get("started_utc"))):
@@ -91,6 +104,10 @@ def environments_view(recs: list[dict]) -> dict:
                  ("spec file", text(m.get("spec_file"))),
                  ("spec hash", ", ".join(sorted(e["hashes"])) or text(m.get("spec_hash"))),
                  ("installer", text(m.get("installer"))),
+                 ("package sources", sources_text(m.get("package_sources"))),
+                 ("installed as", ", ".join(f"{k} {v}" for k, v in (m.get("resolved") or {})
+                                            .items()) if isinstance(m.get("resolved"), dict)
+                  else ""),
                  ("install time", f"{num(m.get('install_s')):.0f} s"
                   if not math.isnan(num(m.get("install_s"))) else ""),
                  ("built", text(m.get("built_utc"))),
