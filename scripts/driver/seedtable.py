@@ -1,15 +1,18 @@
-"""The source study's BENCHMARKS tables in its own layout for the report: one block per Keras
-flavour, API, input and device (the seed's blocks), rows model x data, columns seconds per
-iteration of each TF env in Graph and Eager, then TF2 vs TF1 % and GvE %. Each block shows only
-the columns it has values in (the workbook's seed_view sheet holds every column)."""
+"""The source study's BENCHMARKS tables in its own layout for the report: the workbook's seed_view
+(driver.seedview) cut into its blocks, one per Keras flavour, API, input and device (the seed's
+blocks), rows model x data, columns ms per step of the reference env and one TF 2 env in Graph
+and Eager, then TF2 vs TF1 % and GvE %. Each block shows only the columns it has values in; a
+block's note (a flavour without a TF 1 counterpart) goes under its caption."""
 import math
 
 import pandas as pd
 
-from driver.fmt import cell, fmt_pct, is_true, num, records, text
-from driver.seedview import SIG_PREFIX, seed_view
+from driver.fmt import cell, fmt_pct, num, records, text
+from driver.seedview import BLOCK, NOTE, VERDICT_PREFIX, seed_view
 
-BLOCK = ["machine", "device", "keras", "api", "input"]
+# How the report marks a % by its comparison's verdict: CSS class suffix, text suffix.
+VERDICT_MARK = {"left_faster": ("", ""), "right_faster": ("", ""),
+                "equivalent": (" ns", " ≈"), "inconclusive": (" ns", " n.s.")}
 
 
 def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list) -> list[dict]:
@@ -18,8 +21,8 @@ def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list)
     df = seed_view(cells, tabs, reference_env, envs)
     if df.empty:
         return []
-    value_cols = [c for c in df.columns if c not in BLOCK + ["model", "data"]
-                  and not c.startswith(SIG_PREFIX)]
+    value_cols = [c for c in df.columns if c not in BLOCK + ["model", "data", NOTE]
+                  and not c.startswith(VERDICT_PREFIX)]
     out = []
     several = df["machine"].nunique() > 1
     for key, part in df.groupby(BLOCK, sort=False):
@@ -37,12 +40,16 @@ def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list)
                 elif math.isnan(v):
                     row.append(cell("–", "na"))
                 else:
-                    sig = is_true(r.get(SIG_PREFIX + c))
-                    cls = ("pos" if v > 0 else "neg" if v < 0 else "zero") + ("" if sig else " ns")
-                    row.append(cell(fmt_pct(v) + ("" if sig else " n.s."), cls, v=v))
+                    verdict = text(r.get(VERDICT_PREFIX + c), "inconclusive")
+                    extra, mark = VERDICT_MARK.get(verdict, VERDICT_MARK["inconclusive"])
+                    cls = ("pos" if v > 0 else "neg" if v < 0 else "zero") + extra
+                    row.append(cell(fmt_pct(v) + mark, cls, v=v, title=verdict))
             rows.append(row)
         title = " + ".join(text(k[a]) for a in ("api", "input", "keras")) + \
             f" + {text(k['device']).upper()}" + (f" ({k['machine']})" if several else "")
+        notes = sorted({text(n) for n in part[NOTE] if text(n)}) if NOTE in part else []
+        if notes:
+            title += " — " + "; ".join(notes)
         out.append({"title": title, "table": {"id": "t-seed-" + str(len(out)),
                                               "columns": columns, "rows": rows}})
     return out

@@ -69,11 +69,18 @@ FACTOR_TABLES = {t.name: (t.factor, t.left, t.right) for t in REGISTRY
                  if t.factor is not None and t.left is not None}
 # What the report and the workbook describe besides the registry's tables.
 EXTRA_SHEETS = {
-    "seed_view": "The source study's BENCHMARKS layout: seconds per iteration (median) for each "
-                 "model x data size, per TF env in Graph and Eager, then the TF2 vs TF1 % and the "
-                 "GvE (Graph vs Eager) % with the seed's sign conventions. Blocks by Keras "
-                 "flavour, API, input and device. In keras3 / tf_keras rows the reference env's "
-                 "columns show its tf.keras cell, which the % compares against.",
+    "seed_view": "The source study's BENCHMARKS layout: one block per configuration (Keras "
+                 "flavour, API, input, device; a line above each), rows model x data size; "
+                 "seconds per iteration (median) of the TF 1 reference ({ref}) and one TF 2 env "
+                 "(named in the headers) in Graph and Eager, then the TF2 vs TF1 % per mode and "
+                 "the GvE (Graph vs Eager) % per env, with the seed's sign conventions. As the "
+                 "seed compared TF 1.14 with TF 2.0, the TF 2 env is the one with the most "
+                 "same-flavour pairs with {ref} (ties: the oldest); every version is in "
+                 "`versions`. The {ref} columns only hold cells of the row's own Keras flavour: "
+                 "keras3 / tf_keras rows leave them blank (see `note`), and their % (headed "
+                 "'vs TF 1 tf.keras') compares with {ref}'s tf.keras. % colours by verdict: "
+                 "green / red left faster / slower, black equivalent, grey inconclusive. "
+                 "Columns that no row fills are left out.",
     "cells": "Every cell (ok, failed, skipped), repeats pooled: axes, status and reason, median "
              "and CI of the median, first call (build/trace), spread, noise and drift flags, "
              "FLOP/s and provenance.",

@@ -13,7 +13,7 @@ from xlsxwriter.utility import xl_col_to_name
 
 from driver.ordering import env_order
 from driver.pooling import first
-from driver.seedview import SEED_INDEX, SIG_PREFIX
+from driver.seedview import BLOCK, SEED_INDEX, VERDICT_PREFIX
 from driver.summaries import VERSION_INDEX
 from driver.tables import EXTRA_SHEETS, NAMES, REGISTRY
 
@@ -162,9 +162,9 @@ def write_workbook(path: Path | str, sheets: Mapping[str, pd.DataFrame]) -> None
                 ws.freeze_panes(1, 0)
                 _page_setup(ws, pages_wide=1)
                 continue
-            sig_cols = [c for c in df.columns if str(c).startswith(SIG_PREFIX)]
-            significance = df[sig_cols]
-            df = df.drop(columns=sig_cols)
+            verdict_cols = [c for c in df.columns if str(c).startswith(VERDICT_PREFIX)]
+            verdicts = df[verdict_cols]
+            df = df.drop(columns=verdict_cols)
             df.to_excel(writer, sheet_name=name, index=False)
             ws = writer.sheets[name]
             ncol, nrow = len(df.columns), len(df)
@@ -184,28 +184,41 @@ def write_workbook(path: Path | str, sheets: Mapping[str, pd.DataFrame]) -> None
             if nrow:
                 ws.autofilter(0, 0, nrow, ncol - 1)
             _conditional(ws, df, nrow, ncol, green, red, grey)
-            if sig_cols:
-                _colour_by_significance(ws, df, significance, book)
+            if verdict_cols:
+                _colour_by_verdict(ws, df, verdicts, book)
+            if name == "seed_view":
+                _block_borders(ws, df, nrow, ncol, book)
             _page_setup(ws, pages_wide=1 if ncol <= 32 else 2)
 
 
-def _colour_by_significance(ws, df: pd.DataFrame, significance: pd.DataFrame, book) -> None:
-    """seed_view's % cells: green (left faster) / red (left slower) where the comparison is
-    significant, grey where it is not; written per cell, as there is no column to test."""
+def _colour_by_verdict(ws, df: pd.DataFrame, verdicts: pd.DataFrame, book) -> None:
+    """seed_view's % cells by their comparison's verdict: green (left faster), red (left
+    slower), black (equivalent), grey (inconclusive); written per cell, as there is no column
+    to test."""
     styles = {}
-    for key, extra in (("up", {"bg_color": "#C6EFCE", "font_color": "#006100"}),
-                       ("down", {"bg_color": "#FFC7CE", "font_color": "#9C0006"}),
-                       ("ns", {"font_color": "#9A9A9A"})):
+    for key, extra in (("left_faster", {"bg_color": "#C6EFCE", "font_color": "#006100"}),
+                       ("right_faster", {"bg_color": "#FFC7CE", "font_color": "#9C0006"}),
+                       ("equivalent", {}),
+                       ("inconclusive", {"font_color": "#9A9A9A"})):
         styles[key] = book.add_format({"num_format": _number_format("pct"), **extra})
-    for sig_col in significance.columns:
-        col = sig_col[len(SIG_PREFIX):]
+    for verdict_col in verdicts.columns:
+        col = verdict_col[len(VERDICT_PREFIX):]
         j = list(df.columns).index(col)
-        for i, (value, sig) in enumerate(zip(df[col], significance[sig_col]), start=1):
+        for i, (value, verdict) in enumerate(zip(df[col], verdicts[verdict_col]), start=1):
             if pd.isna(value):
                 continue
-            significant = not pd.isna(sig) and bool(sig)  # np.bool_ or bool, NaN if none
-            style = ("up" if value > 0 else "down") if significant else "ns"
-            ws.write_number(i, j, float(value), styles[style])
+            ws.write_number(i, j, float(value), styles.get(verdict, styles["inconclusive"]))
+
+
+def _block_borders(ws, df: pd.DataFrame, nrow: int, ncol: int, book) -> None:
+    """A line above the first row of each of seed_view's blocks (a configuration)."""
+    cols = [list(df.columns).index(c) for c in BLOCK if c in df.columns]
+    if not nrow or not cols:
+        return
+    changed = ",".join(f"${xl_col_to_name(j)}2<>${xl_col_to_name(j)}1" for j in cols)
+    ws.conditional_format(1, 0, nrow, ncol - 1, {
+        "type": "formula", "criteria": f"=OR({changed})",
+        "format": book.add_format({"top": 2, "top_color": "#4A5B70"})})
 
 
 def _page_setup(ws, pages_wide: int) -> None:
