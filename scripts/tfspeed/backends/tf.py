@@ -180,18 +180,26 @@ def prepare(cell, rule):
 
 
 def keras_session(tf, K):
-    """The session that holds a v1-graph-mode Keras model's variables (initialised by Keras)."""
+    """The session that holds a v1-graph-mode Keras model's variables (Keras initialises them when
+    it hands the session out): the flavour's own get_session where it has one that works here,
+    else TF's v1 Keras backend (tf.keras on TF 2, standalone Keras 2.3.1 on TF 2, whose own
+    get_session refuses TF 2)."""
     getters = [getattr(getattr(K, "backend", None), "get_session", None)]
-    v1 = getattr(getattr(tf, "compat", None), "v1", None)
     if K.__name__ == "tf_keras":
         from tf_keras.src import backend as tfk_backend
-        getters.insert(0, tfk_backend.get_session)
-    elif v1 is not None and K is getattr(tf, "keras", None):
-        getters.append(v1.keras.backend.get_session)
+        getters.append(tfk_backend.get_session)
+    v1 = getattr(getattr(tf, "compat", None), "v1", None)
+    if v1 is not None and hasattr(v1, "keras"):
+        getters.append(lambda: v1.keras.backend.get_session())
+    errors = []
     for get in getters:
         if callable(get):
-            return get()
-    raise Unsupported("no Keras session to run the output in (%s)" % K.__name__)
+            try:
+                return get()
+            except (RuntimeError, AttributeError) as exc:
+                errors.append("%s: %s" % (type(exc).__name__, exc))
+    raise Unsupported("no Keras session to run the output in (%s): %s"
+                      % (K.__name__, "; ".join(errors) or "no get_session"))
 
 
 def call_step(tf, K, net, mode, x, flavour):
