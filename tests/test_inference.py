@@ -133,3 +133,13 @@ def test_spike_columns_in_cells_csv(tmp_path):
     assert row["max_over_median"] == pytest.approx(5.0)
     header = (out / "tables" / "cells.csv").read_text().splitlines()[0].split(",")
     assert set(spikes.COLUMNS) <= set(header)
+
+
+def test_the_questions_training_claims_ignore_inference_rows(study):
+    from driver import claims
+
+    judged = {c["claim"]: c for c in claims.claims(study)}
+    gve = study["graph_vs_eager"]
+    training_rows = int((gve["api"].map(task) != "infer").sum())
+    assert 0 < training_rows < len(gve)
+    assert judged["Graph is faster than eager"]["n"] == training_rows
