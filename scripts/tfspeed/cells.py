@@ -161,7 +161,9 @@ def _why_not_tf_call(keras, mode, tfv):
         return "Keras 3 has no v1 graph mode" if keras == "keras3" else None
     if mode == "eager":
         if keras == "keras":
-            return "standalone Keras is called in graph mode (a session.run of its output)"
+            # Keras 2.3.1 on TF 2.0: "Layer ... was called with an input that isn't a symbolic
+            # tensor" for the numpy array
+            return "standalone Keras' model(x) takes symbolic tensors only: graph mode"
         return None
     if mode in ("function", "xla"):
         if keras in ("keras", "tf.python.keras") or tfv < (2, 0):
