@@ -35,6 +35,7 @@ rule tabulate_cells:
         level=config["stop"]["level"],
         q=config["fdr_q"],
         min_effect=config["min_effect"],
+        spike_factor=config["spike_factor"],
         allocation=lambda wildcards: {
             "repeats": REPEATS,
             "max_repeats": ALLOCATION["max_repeats"],

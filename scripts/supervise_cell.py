@@ -178,8 +178,7 @@ def supervise(args):
     prov = {"machine": provenance.machine_facts(), "env": manifest,
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "limits": {"cell_timeout_s": args.timeout_s, "cell_memory_mb": args.memory_mb}}
-    flops = models.train_flops(cell["model"], cell["data"]) if cell["model"] in models.MODELS \
-        else None
+    flops = models.step_flops(cell["model"], cell["data"], cell["api"])
     rec = record.new_record(cell, args.env, args.machine, args.repeat, manifest, flops, prov)
     if manifest.get("status", "ok") != "ok":
         rec.update(status="failed", reason="env build failed: %s" % manifest.get("reason"),

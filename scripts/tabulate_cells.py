@@ -13,6 +13,7 @@ params = smk.params
 # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.
 result = tabulate(list(smk.input.cells) + list(smk.input.others), params.reference_env,
                   params.noisy_threshold, params.level, config=params.config, q=params.q,
-                  min_effect=params.min_effect, allocation=params.allocation)
+                  min_effect=params.min_effect, allocation=params.allocation,
+                  spike_factor=params.spike_factor)
 write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
               smk.output.xlsx, smk.output.processes, smk.output.facts)

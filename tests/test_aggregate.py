@@ -676,7 +676,7 @@ def test_snakemake_entry(tmp_path):
             tables=[str(out / f"{n}.csv") for n in registry.NAMES],
             processes=str(out / "processes.json"), facts=str(out / "facts.json")),
         log=[str(tmp_path / "logs" / "tabulate.log")],
-        params=types.SimpleNamespace(machine=MACHINE, q=0.05, min_effect=0.05,
+        params=types.SimpleNamespace(machine=MACHINE, q=0.05, min_effect=0.05, spike_factor=2.0,
                                      allocation={"repeats": 1, "max_repeats": 8,
                                                  "budget_s": 0},
                                      reference_env="tf1.14", noisy_threshold=0.1, level=0.95,

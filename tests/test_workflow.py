@@ -47,6 +47,42 @@ def test_quick_study_outputs(quick_run):
     assert not ok[(ok.framework == "jax") & (ok.keras == "keras3")].empty
     assert not ok[(ok.framework == "torch") & (ok.api == "custom_loop")].empty
     assert set(ok[ok.api == "matmul"]["mode"]) == {"numpy", "eager"}
+    # inference, the seventh factor, and the other seeds' systems: every new system has its row
+    assert set(ok.api) >= {"call", "inference_mode", "predict", "gradient"}
+    assert set(ok.task) == {"train", "infer", "micro"}
+    cid = set(zip(ok.env, ok.cell_id))
+    for key in [("tf1.14", "small-small.tfkeras.graph.call.numpy.cpu"),  # session.run
+                ("tf1.14", "cnn2d-mnist.tfkeras.graph.call.numpy.cpu"),  # tf.device('/CPU:0')
+                ("tf2.21", "small-small.keras3.eager.predict.numpy.cpu"),
+                ("tf2.21", "cnn2d-mnist.keras3.function.call.numpy.cpu"),
+                ("torch2.13", "cnn2d-mnist.none.torchscript.call.numpy.cpu"),
+                ("torch2.13", "small-small.none.eager.inference_mode.numpy.cpu"),
+                ("keras3-jax", "small-small.keras3.eager.predict.numpy.cpu"),
+                ("tf2.21", "lstm-tiny.keras3.eager.custom_loop.numpy.cpu"),
+                ("torch2.13", "lstm-tiny.none.eager.custom_loop.numpy.cpu"),
+                ("tf2.21", "mlp784-mnist784.keras3.eager.fit.numpy.cpu"),
+                ("tf2.21", "xsquared-scalar.none.function.gradient.numpy.cpu")]:
+        assert key in cid, key
+    # inference FLOPs are the forward pass; the spike columns are filled for every ok cell
+    infer = ok[ok.task == "infer"].set_index(["env", "cell_id"])
+    train = ok[ok.task == "train"].set_index(["env", "cell_id"])
+    assert infer.loc[("tf1.14", "small-small.tfkeras.graph.call.numpy.cpu"), "flops_per_step"] < \
+        train.loc[("tf1.14", "small-small.tfkeras.graph.train_on_batch.numpy.cpu"),
+                  "flops_per_step"]
+    assert (ok.p95_over_median >= 1).all() and (ok.max_over_median >= ok.p99_over_median).all()
+    assert (ok.spikes >= 0).all()
+    # the same seeded model gives the same output whichever way it is called (record: loss_last)
+    outputs = {r["cell_id"]: r["loss_last"] for r in cell_records(work).values()
+               if r["env"] == "tf1.14" and r["model"] == "small" and r["mode"] == "graph"
+               and r["api"] in ("call", "predict")}
+    assert len(outputs) == 2 and len({round(v, 5) for v in outputs.values()}) == 1, outputs
+    calls = pd.read_csv(work / "results/tables/call_vs_predict.csv")
+    assert {("call", "predict"), ("inference_mode", "call")} <= set(
+        zip(calls.left_api, calls.right_api))
+    gve = pd.read_csv(work / "results/tables/graph_vs_eager.csv")
+    assert "call" in set(gve.api)
+    fit = pd.read_csv(work / "results/tables/fit_vs_train_on_batch.csv")
+    assert set(fit.left_api) == {"fit"} and set(fit.right_api) == {"train_on_batch"}
     assert (ok.median_s > 0).all() and (ok.first_call_s > 0).all()
     # with one process per cell there is no process-level CI (and so no verdict)
     several = ok[ok.n_repeats > 1]

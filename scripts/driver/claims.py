@@ -8,6 +8,7 @@ import pandas as pd
 from driver.answer import like_for_like, row_kind
 from driver.fmt import col, is_true, ncol, num, records, text
 from driver.tables import COMPARISONS
+from tfspeed.cells import APIS, task
 
 
 def oriented(df: pd.DataFrame, fast_side: str) -> pd.DataFrame:
@@ -98,16 +99,18 @@ def claims(tables: dict, cells: pd.DataFrame | None = None) -> list[dict]:
             df = df[col(df, key).map(text).isin(allowed)]
         return df
 
+    # The question's claims are about training: inference rows (same tables) are not evidence.
+    train = [a for a in APIS if task(a) != "infer"]
     tfpy = oriented_by_axis(t["keras_vs_tfkeras"], "keras", "tf.keras", "tf.python.keras")
     tfpy_source = "keras_vs_tfkeras"
     specs = [
         ("TF2 is slower than TF1", "the question; TF1 ran 47 % to 276 % faster",
-         "tf2_vs_tf1", oriented(t["tf2_vs_tf1"], "right"), 1.0),
+         "tf2_vs_tf1", oriented(where(t["tf2_vs_tf1"], api=train), "right"), 1.0),
         ("TF2 eager is slower than TF1 eager", "answer 2: \"TF2 Eager is slower than TF1 "
          "Eager\"", "tf2_vs_tf1, mode eager",
-         oriented(where(t["tf2_vs_tf1"], mode="eager"), "right"), 1.0),
+         oriented(where(t["tf2_vs_tf1"], mode="eager", api=train), "right"), 1.0),
         ("Graph is faster than eager", "answer 2's Eager vs Graph section",
-         "graph_vs_eager", oriented(t["graph_vs_eager"], "left"), 1.0),
+         "graph_vs_eager", oriented(where(t["graph_vs_eager"], api=train), "left"), 1.0),
         ("fit() + numpy is slower than train_on_batch() for small models",
          "DON'T: fit() + numpy ... for small & medium models and data",
          "fit_vs_train_on_batch, numpy input, small and medium models",

@@ -10,13 +10,17 @@ from driver import compare, layout, verdicts
 from driver.ordering import SORT_ORDER, env_order, sort_rows
 from driver.summaries import guidance_table, versions_table
 from driver.tables import COMPARISONS, FACTOR_TABLES, NAMES
-from tfspeed.cells import AXES
+from tfspeed.cells import AXES, task
 from tfspeed.versions import version_tuple
 
 # keras_vs_tfkeras: standalone Keras vs tf.keras (the seed's factor 3); Keras 3 vs the tf_keras
 # package (what tf.keras was before TF 2.16); and the private tensorflow.python.keras that the
 # seed warns "can run 10-100x slower" vs tf.keras.
 KERAS_PAIRS = (("keras", "tf.keras"), ("keras3", "tf_keras"), ("tf.python.keras", "tf.keras"))
+# call_vs_predict: the seventh factor, inference call styles (first-named on the left). Only
+# inference APIs appear here, so no training step is ever set against an inference step.
+CALL_PAIRS = (("call", "predict"), ("call", "predict_on_batch"), ("predict_on_batch", "predict"),
+              ("inference_mode", "call"))
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
            "p", "p_adjusted", "verdict", "significant", "n_left", "n_right"]
@@ -103,11 +107,20 @@ def factor_table(cells: pd.DataFrame, comparer: Comparer, factor: str, left_valu
     return _frame(rows, shared, [factor], envs)
 
 
-def keras_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
-    parts = [factor_table(cells, comparer, "keras", left, right, envs)
-             for left, right in KERAS_PAIRS]
+def pairs_table(cells: pd.DataFrame, comparer: Comparer, factor: str, pairs: Sequence[tuple],
+                envs: Sequence[str]) -> pd.DataFrame:
+    """factor_table for several (left, right) value pairs of one factor, stacked."""
+    parts = [factor_table(cells, comparer, factor, left, right, envs) for left, right in pairs]
     df = pd.concat([p for p in parts if not p.empty] or parts[:1], ignore_index=True)
     return sort_rows(df, envs)
+
+
+def keras_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    return pairs_table(cells, comparer, "keras", KERAS_PAIRS, envs)
+
+
+def call_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    return pairs_table(cells, comparer, "api", CALL_PAIRS, envs)
 
 
 def _is_tf2(framework, version) -> bool:
@@ -165,12 +178,13 @@ def tf2_vs_tf1_table(cells: pd.DataFrame, comparer: Comparer, reference_env: str
 
 
 def _tf_reference(group: pd.DataFrame):
-    """The TF reference cell of one (machine, model, data, device): the newest TF 2 env's eager
-    step with numpy input; of its cells, a custom loop (the other frameworks' way of training)
-    where there is one, else fit, else any API (the matmul micro-case has its own); tf.keras
-    before Keras 3 before tf_keras before no Keras."""
+    """The TF reference cell of one (machine, model, data, device, task): the newest TF 2 env's
+    eager step with numpy input; of its cells, a custom loop (the other frameworks' way of
+    training) where there is one, else fit; for inference model(x) (call), else predict; else any
+    API (the micro-cases have their own); tf.keras before Keras 3 before tf_keras before no
+    Keras."""
     keras_rank = {"tf.keras": 0, "keras3": 1, "tf_keras": 2, "none": 3}
-    api_rank = {"custom_loop": 0, "fit": 1}
+    api_rank = {"custom_loop": 0, "fit": 1, "call": 0, "predict": 1}
     cand = group[(group["mode"] == "eager") & (group["input"] == "numpy")
                  & group["keras"].isin(list(keras_rank)) & _tf2_mask(group)]
     if cand.empty:
@@ -181,14 +195,16 @@ def _tf_reference(group: pd.DataFrame):
 
 
 def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
-    """Per (machine, model, data, device): the fastest ok cell of each env and mode vs the TF
-    reference (see `_tf_reference`). Not a one-factor comparison: it answers "how does the best
-    way to train in X compare with plain TF 2 Keras", the question of seeds 002 and 003."""
+    """Per (machine, model, data, device) and task (training and inference apart): the fastest
+    ok cell of each env and mode vs the TF reference (see `_tf_reference`). Not a one-factor
+    comparison: it answers "how does the best way to train (or to infer) in X compare with plain
+    TF 2 Keras", the question of seeds 002 and 003."""
     ok = ok_cells(cells)
+    ok = ok.assign(_task=[task(a) for a in ok["api"]])
     sides = ["env", "framework", "framework_version", "keras", "mode", "api", "input"]
     rows = []
-    for (machine, model, data, device), group in ok.groupby(["machine", "model", "data",
-                                                             "device"], sort=False):
+    for (machine, model, data, device, _), group in ok.groupby(
+            ["machine", "model", "data", "device", "_task"], sort=False):
         ref = _tf_reference(group)
         if ref is None:
             continue
@@ -264,6 +280,7 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
         if left is not None:
             tables[name] = factor_table(cells, comparer, factor, left, right, envs)
     tables["keras_vs_tfkeras"] = keras_table(cells, comparer, envs)
+    tables["call_vs_predict"] = call_table(cells, comparer, envs)
     tables["frameworks"] = frameworks_table(cells, comparer, envs)
     tables["machines"] = machines_table(cells, comparer, envs)
     tables["versions"] = versions_table(cells, envs)

@@ -6,9 +6,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from driver import compare, drift, verdicts
+from driver import compare, drift, spikes, verdicts
 from driver.ordering import env_order, sort_rows
-from tfspeed.cells import AXES
+from tfspeed.cells import AXES, task
 
 CELL_COLUMNS = [
     "machine", "env", "framework", "framework_version", "python", "keras", "keras_version",
@@ -19,7 +19,7 @@ CELL_COLUMNS = [
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
     "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
     "warmup_calls", "warmup_capped", "too_few_samples", "foreign_cpu_share", "foreign_cpu_flag",
-    "threads", "process_wall_s", "allocation",
+    "threads", "process_wall_s", "allocation", "task", *spikes.COLUMNS,
 ]
 
 
@@ -74,8 +74,8 @@ def _gpu_name(prov: dict) -> str | None:
     return None
 
 
-def pool_cells(records: Sequence[dict], level: float = 0.95,
-               noisy_threshold: float = 0.10) -> tuple[pd.DataFrame, dict]:
+def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: float = 0.10,
+               spike_factor: float = 2.0) -> tuple[pd.DataFrame, dict]:
     """One row per (machine, env, cell_id) with its repeats (processes) pooled.
 
     Returns (cells, logs): `cells` has CELL_COLUMNS in version order; `logs` maps (machine, env,
@@ -86,6 +86,8 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
     max_s describe all samples pooled. between_sd: sd of the processes' log medians (about their
     relative spread); within_ci_rel: the median process's own CI half-width over its median.
     noisy: between_sd above the threshold; drift: any process drifts (driver/drift.py).
+    task: train, infer or micro (tfspeed.cells.task). p95_over_median, p99_over_median,
+    max_over_median, spikes, spike_factor: the tail of the samples (driver/spikes.py).
 
     Status: ok when at least one repeat is ok (the reason then says how many repeats were not and
     why); otherwise failed when any repeat failed, else skipped. `retraces` is the largest count of
@@ -119,6 +121,7 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
             "optimizer": facts.get("optimizer"),
             "numpy_version": first(r.get("numpy_version") for r in oks + bad),
             **{axis: reps[0][axis] for axis in AXES},
+            "task": task(reps[0]["api"]),
             "status": status, "reason": reason,
             "n_repeats": len(oks), "n_failed_repeats": len(bad),
             "flops_per_step": first(r.get("flops_per_step") for r in reps),
@@ -166,6 +169,7 @@ def pool_cells(records: Sequence[dict], level: float = 0.95,
                 "first_call_s": float(np.median([r["first_call_s"] for r in oks])),
                 "retraces": max((x for x in retraces if x is not None), default=None),
                 "stopped_by": ", ".join(dict.fromkeys(r["stopped_by"] for r in oks)),
+                **spikes.tail_figures([r["samples_s"] for r in oks], spike_factor),
             })
             flops = row["flops_per_step"]
             if flops and median > 0:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from driver.ordering import AXIS_ORDER, sort_rows
+from tfspeed.cells import task
 
 VERSION_INDEX = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]
 
@@ -49,15 +50,19 @@ GUIDANCE_COLUMNS = ["machine", "model", "data", "list", "configuration", "ratio_
                     "framework_version", "keras", "mode", "api", "input", "device", "cell_id"]
 
 DONT_FACTOR = 2.0
+TASK_ORDER = {"train": 0, "infer": 1, "micro": 2}
 
 
 def guidance_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """DO / DON'T lists per (machine, model, data), like the seed's: DO are the configurations
-    whose median lies within the CI of the fastest one's median (median <= its ci_high_s: not
-    distinguishable from the fastest), DONT those at least 2x slower than the fastest. DO rows
-    come fastest first, DONT rows worst first."""
+    """DO / DON'T lists per (machine, model, data) and task (training first, then inference: an
+    inference call is never "faster" than a training step), like the seed's: DO are the
+    configurations whose median lies within the CI of the fastest one's median (median <= its
+    ci_high_s: not distinguishable from the fastest), DONT those at least 2x slower than the
+    fastest. DO rows come fastest first, DONT rows worst first."""
     rows = []
-    for _, group in cells[cells["status"] == "ok"].groupby(["machine", "model", "data"], sort=False):
+    ok = cells[cells["status"] == "ok"]
+    ok = ok.assign(_task=[task(a) for a in ok["api"]])
+    for _, group in ok.groupby(["machine", "model", "data", "_task"], sort=False):
         fastest = group.loc[group["median_s"].idxmin()]
         for rec in group.to_dict("records"):
             ratio = rec["median_s"] / fastest["median_s"]
@@ -74,7 +79,8 @@ def guidance_table(cells: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     df["_order"] = np.where(df["list"] == "DO", df["ratio_to_fastest"], -df["ratio_to_fastest"])
-    df = df.sort_values(["machine", "model", "data", "list", "_order"],
+    df["_task"] = [TASK_ORDER[task(a)] for a in df["api"]]
+    df = df.sort_values(["machine", "model", "data", "_task", "list", "_order"],
                         key=lambda c: c.map(AXIS_ORDER[c.name]) if c.name in ("model", "data")
                         else c, kind="stable")
-    return df.drop(columns="_order").reset_index(drop=True)
+    return df.drop(columns=["_order", "_task"]).reset_index(drop=True)

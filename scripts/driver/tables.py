@@ -37,6 +37,12 @@ REGISTRY = (
           "numpy arrays vs a tf.data.Dataset as input. Left = numpy."),
     Table("fit_vs_train_on_batch", "fit vs train_on_batch", "api", "fit", "train_on_batch",
           "+ when fit() is faster", "fit() vs train_on_batch(). Left = fit."),
+    Table("call_vs_predict", "model(x) vs predict", "api", None, None,
+          "+ when the first-named call style is faster",
+          "Inference call styles, everything else equal (env, model, data, Keras, mode, input, "
+          "device): model(x) (call) vs predict(); model(x) vs predict_on_batch(); "
+          "predict_on_batch() vs predict(); PyTorch's torch.inference_mode() vs torch.no_grad() "
+          "(call). Left = the first-named."),
     Table("gpu_vs_cpu", "GPU vs CPU", "device", "gpu", "cpu", "+ when the GPU is faster",
           "GPU vs CPU, same env and configuration. Left = GPU."),
     Table("frameworks", "Frameworks", "framework", None, None,

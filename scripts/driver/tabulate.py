@@ -30,14 +30,15 @@ log = logging.getLogger("tfspeed.aggregate")
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
              level: float, config: Mapping | None = None, q: float = 0.05,
              min_effect: float = 0.05, allocation: Mapping | None = None,
-             now: datetime.datetime | None = None) -> dict:
+             now: datetime.datetime | None = None, spike_factor: float = 2.0) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
     per cell why it got no more processes (cells.csv `allocation`)."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
-    cells, logs = pool_cells(records, level=level, noisy_threshold=noisy_threshold)
+    cells, logs = pool_cells(records, level=level, noisy_threshold=noisy_threshold,
+                             spike_factor=spike_factor)
     cells = apply_machine_peaks(cells)
     log.info("%d cells (%s)", len(cells), cells["status"].value_counts().to_dict())
     if not cells.empty and reference_env not in set(cells["env"]):

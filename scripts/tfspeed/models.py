@@ -1,7 +1,8 @@
 """The source study's models and data shapes as data (seed 000), so every backend builds the same net.
 
 A layer is a tuple: ("conv1d", filters, kernel, strides, padding), ("gap",), ("dropout", rate),
-("dense", units, activation), ("flatten",), ("bilstm", units), ("lstm", units). Conv1D layers have no
+("dense", units, activation), ("flatten",), ("bilstm", units), ("lstm", units), ("conv2d", filters,
+kernel, activation) (valid padding, stride 1), ("maxpool2d", size). Conv1D layers have no
 activation, as in the seed. Standard library only: the Snakemake side imports this too.
 """
 
@@ -29,6 +30,14 @@ MODELS = {
     "mlp": [("dense", 50, "relu"), ("dense", 1, None)],
     # seed 004: one 1000 x 1000 float32 matmul; also the machine's attainable FLOP/s probe
     "matmul": [("matmul",)],
+    # seed 003's "small CNN" (its code leaves it out; defined here): MNIST-like 28x28x1 images,
+    # Conv2D 32 3x3 relu, MaxPool 2, Conv2D 64 3x3 relu, MaxPool 2, Flatten, Dense 10 softmax
+    "cnn2d": [("conv2d", 32, 3, "relu"), ("maxpool2d", 2), ("conv2d", 64, 3, "relu"),
+              ("maxpool2d", 2), ("flatten",), ("dense", 10, "softmax")],
+    # seed 001's dense net: 784 -> 128 relu -> 10 softmax, sparse categorical cross-entropy, Adam
+    "mlp784": [("dense", 128, "relu"), ("dense", 10, "softmax")],
+    # seed 001's custom-gradient micro-case: y = x**2 and dy/dx of one scalar variable
+    "xsquared": [("xsquared",)],
 }
 
 # Loss and optimizer per model: the seed's Conv1D models use Adam(1e-4) + binary cross-entropy.
@@ -39,20 +48,41 @@ TRAINING = {
     "lstm": ("adam", 1e-4, "binary_crossentropy"),
     "mlp": ("sgd", 1e-2, "mse"),
     "matmul": (None, None, None),
+    # Keras' compile() defaults of seed 001 (optimizer='adam': learning rate 1e-3); the CNN is
+    # compiled the same way (inference only: a trained model as a user holds it)
+    "cnn2d": ("adam", 1e-3, "sparse_categorical_crossentropy"),
+    "mlp784": ("adam", 1e-3, "sparse_categorical_crossentropy"),
+    "xsquared": (None, None, None),
 }
 
-# (batch, timesteps, channels); seed 000's batch_shape_small/medium/large. "mlp" is seed 002's.
+# (batch, timesteps, channels); seed 000's batch_shape_small/medium/large. "tiny" is a tenth of
+# "small" (the question's LSTM trains there on a 2-core CPU in about a second per step). "mlp" is
+# seed 002's; "mnist" a batch of 32 28x28x1 images (seed 003); "mnist784" seed 001's 100 samples of
+# 784 features; "scalar" seed 001's one variable.
 DATA = {
     "small": (32, 140, 30),
     "medium": (32, 1400, 30),
     "large": (32, 14000, 30),
+    "tiny": (32, 14, 30),
     "mlp": (1000, 10),
     "matmul": (1000, 1000),
+    "mnist": (32, 28, 28, 1),
+    "mnist784": (100, 784),
+    "scalar": (),
 }
+
+# Models that take one data shape of their own (model -> data); the Conv1D models and the LSTM
+# take any sequence data (small, medium, large, tiny) their convolutions leave a length in.
+OWN_DATA = {"mlp": "mlp", "matmul": "matmul", "cnn2d": "mnist", "mlp784": "mnist784",
+            "xsquared": "scalar"}
 
 # The seed's iteration counts by model size (fixed stopping rule).
 SEED_ITERATIONS = {"small": 200, "medium": 100, "large": 50, "lstm": 10, "mlp": 100,
-                   "matmul": 100}
+                   "matmul": 100, "cnn2d": 200, "mlp784": 100, "xsquared": 100}
+
+# The APIs that run the model forward only (inference; cells.INFER_APIS says the same): their
+# FLOPs per step are the forward pass.
+INFER_APIS = ("call", "inference_mode", "predict", "predict_on_batch")
 
 # Test-only models that misbehave on purpose (fault injection); never in a real study.
 FAULT_MODELS = ("fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fault_raise",
@@ -67,8 +97,8 @@ def _conv_out(length, kernel, strides, padding):
 
 def output_length_ok(model, data):
     """False where the model cannot take the data (seed 000 leaves out large model x small data)."""
-    if model in ("mlp", "matmul") or data in ("mlp", "matmul"):
-        return model == data
+    if model in OWN_DATA or data in OWN_DATA.values():
+        return OWN_DATA.get(model) == data
     if model not in MODELS or data not in DATA:
         return False
     length = DATA[data][1]
@@ -81,35 +111,47 @@ def output_length_ok(model, data):
 
 
 def layer_flops(model, data):
-    """[(kind, flops)] of one forward pass over one batch: multiply-adds x 2 of each Conv1D, Dense
-    and LSTM layer. Element-wise ops (bias, activations, pooling, the optimizer) are left out: they
-    are O(parameters) or O(activations), small next to the products here."""
+    """[(kind, flops)] of one forward pass over one batch: multiply-adds x 2 of each Conv1D,
+    Conv2D, Dense and LSTM layer. Element-wise ops (bias, activations, pooling, the optimizer) are
+    left out: they are O(parameters) or O(activations), small next to the products here."""
     shape = DATA[data]
     batch = shape[0]
-    if len(shape) == 2:
-        length, channels = 1, shape[1]
-    else:
-        length, channels = shape[1], shape[2]
+    # spatial sizes (none for flat features, one for sequences, two for images), then channels
+    spatial, channels = list(shape[1:-1]), shape[-1]
     out = []
     for layer in MODELS[model]:
         kind = layer[0]
         if kind == "conv1d":
             filters, kernel, strides, padding = layer[1:]
-            length = _conv_out(length, kernel, strides, padding)
-            out.append((kind, 2 * batch * length * kernel * channels * filters))
+            spatial = [_conv_out(spatial[0], kernel, strides, padding)]
+            out.append((kind, 2 * batch * spatial[0] * kernel * channels * filters))
             channels = filters
+        elif kind == "conv2d":
+            filters, kernel = layer[1], layer[2]
+            spatial = [s - kernel + 1 for s in spatial]
+            out.append((kind, 2 * batch * spatial[0] * spatial[1] * kernel * kernel * channels
+                        * filters))
+            channels = filters
+        elif kind == "maxpool2d":
+            spatial = [s // layer[1] for s in spatial]
         elif kind == "dense":
-            out.append((kind, 2 * batch * length * channels * layer[1]))
+            positions = 1
+            for s in spatial:
+                positions *= s
+            out.append((kind, 2 * batch * positions * channels * layer[1]))
             channels = layer[1]
-        elif kind in ("gap",):
-            length = 1
+        elif kind == "gap":
+            spatial = []
         elif kind == "flatten":
-            channels, length = channels * length, 1
+            for s in spatial:
+                channels *= s
+            spatial = []
         elif kind in ("lstm", "bilstm"):
             units = layer[1]
             directions = 2 if kind == "bilstm" else 1
             # 4 gates, each (input + recurrent) matmul per timestep
-            out.append((kind, directions * 2 * batch * length * 4 * units * (channels + units)))
+            out.append((kind, directions * 2 * batch * spatial[0] * 4 * units
+                        * (channels + units)))
             channels = units * directions
     return out
 
@@ -126,5 +168,17 @@ def train_flops(model, data):
     if model == "matmul":
         n = DATA[data][0]
         return 2 * n ** 3
+    if model == "xsquared":
+        return None  # one scalar multiply: overhead only, no FLOP/s to speak of
     layers = layer_flops(model, data)
     return 3 * sum(f for _, f in layers) - (layers[0][1] if layers else 0)
+
+
+def step_flops(model, data, api):
+    """FLOPs of one step of `api`: the forward pass for inference APIs, a training step (see
+    train_flops) otherwise; None where there is no formula."""
+    if model not in MODELS:
+        return None
+    if api in INFER_APIS:
+        return forward_flops(model, data)
+    return train_flops(model, data)

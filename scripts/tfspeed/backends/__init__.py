@@ -14,8 +14,9 @@ class Prepared(object):
     """What a backend hands the timing loop.
 
     step: a callable running one step of the cell's API (one train_on_batch, one one-step fit,
-        one custom-loop step, one matmul) and returning a host-side float (the loss), so the device
-        has finished before the clock stops.
+        one custom-loop step, one inference call, one matmul, one gradient) and returning a
+        host-side float (the loss, the output's first value), so the device has finished before
+        the clock stops.
     traces: a callable returning how many graph traces have happened so far, or None.
     facts: framework facts for provenance (versions, optimizer class, threads, build info).
     """
@@ -29,6 +30,8 @@ def load(cell, framework):
     """The backend module for a cell (imported lazily: only one framework per process)."""
     if cell["api"] == "matmul":
         from . import matmul as mod
+    elif cell["api"] == "gradient":
+        from . import gradient as mod
     elif cell["keras"] == "keras3" and framework in ("jax", "torch"):
         from . import keras3 as mod
     elif framework == "tensorflow":

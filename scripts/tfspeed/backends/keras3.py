@@ -1,6 +1,6 @@
 """Keras 3 on the jax or torch backend (the backend is chosen by the env's KERAS_BACKEND, set before
 keras is imported). `eager` is Keras 3's default (compiled train steps); `run_eagerly` runs every step
-in Python."""
+in Python. Inference: `model(x, training=False)` (call, eager only), predict, predict_on_batch."""
 from ..timing import clock
 from . import Prepared, Unsupported, kerasnet
 
@@ -26,4 +26,8 @@ def prepare(cell, rule):
         import torch
         facts["intra_op_threads"] = torch.get_num_threads()
         facts["inter_op_threads"] = torch.get_num_interop_threads()
+    if cell["api"] == "call":
+        def step():
+            return kerasnet.host_output(keras.ops.convert_to_numpy(net(x, training=False)))
+        return Prepared(step=step, facts=facts)
     return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)

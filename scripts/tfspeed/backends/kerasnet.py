@@ -1,6 +1,7 @@
 """Keras pieces shared by every Keras flavour (standalone 2.x, tf.keras, tf_keras, Keras 3 on any
 backend): the seed's models built from models.MODELS, the optimizer, data, and the step callables
-for train_on_batch and fit. Framework-specific set-up stays in tf.py / keras3.py.
+for train_on_batch, fit, predict and predict_on_batch. Framework-specific set-up (and `call`, which
+each framework runs its own way) stays in tf.py / keras3.py.
 """
 import numpy as np
 
@@ -14,8 +15,11 @@ def make_data(model, data, seed=0):
     rng = np.random.RandomState(seed)
     shape = DATA[data]
     x = rng.randn(*shape).astype("float32")
-    if TRAINING[model][2] == "mse":
+    loss = TRAINING[model][2]
+    if loss == "mse":
         y = rng.randn(shape[0], 1).astype("float32")
+    elif loss == "sparse_categorical_crossentropy":  # class labels of the softmax output
+        y = rng.randint(0, MODELS[model][-1][1], (shape[0], 1)).astype("float32")
     else:
         y = rng.randint(0, 2, (shape[0], 1)).astype("float32")
     return x, y
@@ -37,6 +41,10 @@ def build_model(K, model, data):
             x = layers.Dense(spec[1], activation=spec[2])(x)
         elif kind == "flatten":
             x = layers.Flatten()(x)
+        elif kind == "conv2d":
+            x = layers.Conv2D(spec[1], spec[2], activation=spec[3])(x)
+        elif kind == "maxpool2d":
+            x = layers.MaxPooling2D(spec[1])(x)
         elif kind == "lstm":
             x = layers.LSTM(spec[1], activation="relu", return_sequences=True)(x)
         elif kind == "bilstm":
@@ -100,7 +108,21 @@ def fit_step(net, inputs, api_batch=None):
         net.fit(inputs, steps_per_epoch=1, epochs=1, verbose=0).history["loss"][-1])
 
 
+def host_output(value):
+    """The model's output as a numpy array on the host (a tensor's .numpy() where it is one, so
+    the framework has finished); its first value as a float for the record's loss fields."""
+    if isinstance(value, (list, tuple)):
+        value = value[0]
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return float(np.asarray(value).reshape(-1)[0])
+
+
 def numpy_steps(net, x, y, api):
+    if api == "predict":  # one batch: the whole array, as fit takes it
+        return lambda: host_output(net.predict(x, batch_size=x.shape[0], verbose=0))
+    if api == "predict_on_batch":
+        return lambda: host_output(net.predict_on_batch(x))
     if api == "train_on_batch":
         return lambda: host_loss(net.train_on_batch(x, y))
     if api == "fit":

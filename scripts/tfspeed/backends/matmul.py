@@ -17,13 +17,13 @@ def prepare(cell, rule):
     mode = cell["mode"]
     if mode == "numpy":
         return Prepared(step=lambda: float(np.dot(a, b)[0, 0]), facts={"matmul_n": n})
-    if cell["device"] == "gpu":
-        raise Unsupported("matmul on gpu is measured by GPU builds only")
     framework = cell.get("framework", "tensorflow")
     if framework == "tensorflow":
         import tensorflow as tf
 
-        return _tensorflow(tf, a, b, mode)
+        return _tensorflow(tf, a, b, mode, cell["device"])
+    if cell["device"] == "gpu":
+        raise Unsupported("matmul on gpu is measured in TensorFlow's GPU builds only")
     if framework == "torch":
         import torch
 
@@ -39,17 +39,23 @@ def prepare(cell, rule):
                     facts={"jax_version": jax.__version__})
 
 
-def _tensorflow(tf, a, b, mode):
-    from .tf import setup
+def _tensorflow(tf, a, b, mode, device):
+    """In a v1 session placed explicitly, as seed 004 does: tf.device('/GPU:0') for a gpu cell,
+    '/CPU:0' otherwise; eager and tf.function run where TF puts them. A gpu cell is skipped where
+    no GPU is visible."""
+    from .tf import gpu_check, setup
 
     _, tfv = setup({"mode": "graph" if mode == "graph" else "eager"})
+    gpu_check(tf, {"device": device})
     facts = {"tf_version": tf.__version__}
+    place = "/GPU:0" if device == "gpu" else "/CPU:0"
     if mode == "graph":
         v1 = tf.compat.v1 if hasattr(tf, "compat") else tf
         # Variables, not constants: Grappler folds matmul(constant, constant) once and every later
         # sess.run returns the cached product (it "measured" 4 TFLOP/s on 2 cores).
-        va, vb = v1.Variable(a), v1.Variable(b)
-        c = tf.matmul(va, vb)
+        with tf.device(place):
+            va, vb = v1.Variable(a), v1.Variable(b)
+            c = tf.matmul(va, vb)
         sess = v1.Session()
         sess.run(v1.global_variables_initializer())
         return Prepared(step=lambda: float(sess.run(c)[0, 0]), facts=facts)

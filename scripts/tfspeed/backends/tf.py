@@ -4,10 +4,14 @@
 Mode names follow the source study: `eager` is eager execution on (TF 2's default; TF 1 after
 enable_eager_execution), `graph` is v1 graph mode (TF 1's default; TF 2 after
 disable_eager_execution). `run_eagerly`, `function` and `xla` are TF 2's extra modes.
+Inference (`call`, `predict`, `predict_on_batch`) in v1 graph mode builds the model under an
+explicit `tf.device('/CPU:0')` or `'/GPU:0'` (seed 004's placement in a TF 1 session).
 """
+import contextlib
 import os
 
 from .. import machine
+from ..models import INFER_APIS
 from ..timing import clock
 from ..versions import version_tuple
 from . import Prepared, Unsupported, kerasnet
@@ -103,20 +107,32 @@ def make_dataset(tf, x, y, distinct=4):
     return tf.data.Dataset.from_tensor_slices((xs, ys)).repeat()
 
 
+def placement(tf, cell):
+    """seed 004: an explicit tf.device for inference in a v1 session; nothing elsewhere."""
+    if cell["mode"] == "graph" and cell["api"] in INFER_APIS:
+        return tf.device("/GPU:0" if cell["device"] == "gpu" else "/CPU:0")
+    return contextlib.nullcontext()
+
+
 def prepare(cell, rule):
     tf, tfv = setup(cell)
     gpu_check(tf, cell)
     K = keras_module(tf, cell["keras"])
+    seed = getattr(getattr(K, "utils", None), "set_random_seed", None)
+    if callable(seed):  # Keras 3 draws its initial weights from its own seed, not TF's
+        seed(0)
     model, data, mode, api, inp = (cell["model"], cell["data"], cell["mode"], cell["api"],
                                    cell["input"])
     x, y = kerasnet.make_data(model, data)
     t0 = clock()
-    net = kerasnet.build_model(K, model, data)
+    with placement(tf, cell):
+        net = kerasnet.build_model(K, model, data)
     legacy = mode == "graph" and tfv >= (2, 11) and cell["keras"] in ("tf.keras", "tf_keras")
     if api == "custom_loop":
         opt = kerasnet.make_optimizer(K, model)
-    else:
-        opt = kerasnet.compile_model(K, net, model, mode, legacy)
+    else:  # inference cells too: a trained model as a user holds it, compiled
+        # model(x) in tf.function/XLA is the step's own function: compile() gets no jit_compile
+        opt = kerasnet.compile_model(K, net, model, "eager" if api == "call" else mode, legacy)
     build_s = clock() - t0
     facts = facts_of(tf, K, opt)
     facts["build_s"] = build_s
@@ -126,9 +142,12 @@ def prepare(cell, rule):
     if api == "custom_loop":
         step, traces = custom_loop(tf, K, net, opt, model, mode, x, y, dataset)
         return Prepared(step=step, traces=traces, facts=facts)
+    if api == "call":
+        step, traces = call_step(tf, K, net, mode, x, cell["keras"])
+        return Prepared(step=step, traces=traces, facts=facts)
 
     def keras_traces():
-        fn = getattr(net, "train_function", None)
+        fn = getattr(net, "predict_function" if api in INFER_APIS else "train_function", None)
         get = tracing_count(fn) if fn is not None else None
         return get() if get else None
 
@@ -160,11 +179,53 @@ def prepare(cell, rule):
     return Prepared(step=step, traces=keras_traces, facts=facts)
 
 
+def keras_session(tf, K):
+    """The session that holds a v1-graph-mode Keras model's variables (Keras initialises them when
+    it hands the session out): the flavour's own get_session where it has one that works here,
+    else TF's v1 Keras backend (tf.keras on TF 2, standalone Keras 2.3.1 on TF 2, whose own
+    get_session refuses TF 2)."""
+    getters = [getattr(getattr(K, "backend", None), "get_session", None)]
+    if K.__name__ == "tf_keras":
+        from tf_keras.src import backend as tfk_backend
+        getters.append(tfk_backend.get_session)
+    v1 = getattr(getattr(tf, "compat", None), "v1", None)
+    if v1 is not None and hasattr(v1, "keras"):
+        getters.append(lambda: v1.keras.backend.get_session())
+    errors = []
+    for get in getters:
+        if callable(get):
+            try:
+                return get()
+            except (RuntimeError, AttributeError) as exc:
+                errors.append("%s: %s" % (type(exc).__name__, exc))
+    raise Unsupported("no Keras session to run the output in (%s): %s"
+                      % (K.__name__, "; ".join(errors) or "no get_session"))
+
+
+def call_step(tf, K, net, mode, x, flavour):
+    """`call`: the forward pass as the mode runs it (the step returns the output as numpy).
+
+    graph: the plain `session.run(model.output, {model.input: x})` of a v1 session (the learning
+    phase left at its default: inference). eager: `model(x, training=False)` on the numpy array.
+    function / xla: `model(x, training=False)` inside tf.function (jit_compile=True for xla)."""
+    if mode == "graph":
+        sess = keras_session(tf, K)
+        out, inp = net.outputs[0], net.inputs[0]
+        return (lambda: kerasnet.host_output(sess.run(out, feed_dict={inp: x}))), None
+    if mode == "eager":
+        return (lambda: kerasnet.host_output(net(x, training=False))), None
+    kwargs = {"jit_compile": True} if mode == "xla" else {}
+    fn = tf.function(lambda xb: net(xb, training=False), **kwargs)
+    return (lambda: kerasnet.host_output(fn(x))), tracing_count(fn)
+
+
 def custom_loop(tf, K, net, opt, model, mode, x, y, dataset):
     """A GradientTape step (seeds 002, 003): eager, wrapped in tf.function, or XLA-compiled."""
     loss_name = kerasnet.TRAINING[model][2]
-    loss_fn = {"binary_crossentropy": K.losses.BinaryCrossentropy(),
-               "mse": K.losses.MeanSquaredError()}[loss_name]
+    loss_fn = {"binary_crossentropy": K.losses.BinaryCrossentropy,
+               "mse": K.losses.MeanSquaredError,
+               "sparse_categorical_crossentropy": K.losses.SparseCategoricalCrossentropy,
+               }[loss_name]()
     variables = net.trainable_variables
 
     def train_step(xb, yb):

@@ -1,67 +1,15 @@
-"""PyTorch: the seed's Conv1D models translated layer for layer (same shapes, TF-style 'same'
-padding, Adam(1e-4) with Keras' epsilon, binary cross-entropy on a sigmoid output), trained by a
-custom loop. Modes: `eager`, `torchscript` (torch.jit.trace), `compile` (torch.compile)."""
+"""PyTorch: the seed's models translated layer for layer (backends/torchnet.py).
+
+Training: a custom loop (Adam(1e-4) with Keras' epsilon, binary cross-entropy on a sigmoid output).
+Inference: `model(x)` in eval mode under torch.no_grad() (api `call`) or torch.inference_mode()
+(api `inference_mode`), the output copied to a numpy array. Modes: `eager`, `torchscript`
+(torch.jit.trace), `compile` (torch.compile)."""
 from .. import machine
-from ..models import DATA, MODELS, TRAINING
+from ..models import INFER_APIS, TRAINING
 from ..timing import clock
 from . import Prepared, Unsupported
 from .kerasnet import make_data
-
-
-def build(torch, model, data):
-    nn = torch.nn
-    F = torch.nn.functional
-    shape = DATA[data]
-    channels = shape[-1]
-    length = shape[1] if len(shape) == 3 else 1
-
-    class SamePad(nn.Module):
-        """TensorFlow's 'same' padding for a strided Conv1D (PyTorch only has it for stride 1)."""
-
-        def __init__(self, length, kernel, stride):
-            super().__init__()
-            out = -(-length // stride)
-            total = max((out - 1) * stride + kernel - length, 0)
-            self.pad = (total // 2, total - total // 2)
-
-        def forward(self, x):
-            return F.pad(x, self.pad)
-
-    class ChannelsFirst(nn.Module):  # Keras data is (batch, steps, channels)
-        def forward(self, x):
-            return x.transpose(1, 2)
-
-    class GlobalAvgPool(nn.Module):
-        def forward(self, x):
-            return x.mean(dim=2)
-
-    layers = [ChannelsFirst()] if len(shape) == 3 else []
-    for spec in MODELS[model]:
-        kind = spec[0]
-        if kind == "conv1d":
-            filters, kernel, stride, padding = spec[1:]
-            if padding == "same":
-                layers.append(SamePad(length, kernel, stride))
-                length = -(-length // stride)
-            else:
-                length = (length - kernel) // stride + 1
-            layers.append(nn.Conv1d(channels, filters, kernel, stride=stride))
-            channels = filters
-        elif kind == "gap":
-            layers.append(GlobalAvgPool())
-        elif kind == "dropout":
-            layers.append(nn.Dropout(spec[1]))
-        elif kind == "dense":
-            layers.append(nn.Linear(channels, spec[1]))
-            channels = spec[1]
-            if spec[2] == "relu":
-                layers.append(nn.ReLU())
-            elif spec[2] == "sigmoid":
-                layers.append(nn.Sigmoid())
-        else:
-            raise Unsupported("layer %r has no PyTorch translation here (the Keras LSTM uses a "
-                              "relu activation, which torch.nn.LSTM does not offer)" % kind)
-    return nn.Sequential(*layers)
+from .torchnet import build
 
 
 def prepare(cell, rule):
@@ -73,12 +21,20 @@ def prepare(cell, rule):
     if cell["device"] == "gpu" and not torch.cuda.is_available():
         raise Unsupported("device gpu: no CUDA device visible to PyTorch on this machine")
     device = torch.device("cuda" if cell["device"] == "gpu" else "cpu")
-    model, data, mode = cell["model"], cell["data"], cell["mode"]
+    model, data, mode, api = cell["model"], cell["data"], cell["mode"], cell["api"]
     x_np, y_np = make_data(model, data)
     x = torch.from_numpy(x_np).to(device)
     y = torch.from_numpy(y_np).to(device)
     t0 = clock()
     net = build(torch, model, data).to(device)
+    facts = {"torch_version": torch.__version__,
+             "intra_op_threads": torch.get_num_threads(),
+             "inter_op_threads": torch.get_num_interop_threads(),
+             "built_with_cuda": torch.version.cuda is not None}
+    if api in INFER_APIS:
+        step = inference_step(torch, net, mode, api, x)
+        facts["build_s"] = clock() - t0
+        return Prepared(step=step, facts=facts)
     opt_name, lr, loss_name = TRAINING[model]
     params = list(net.parameters())
     if opt_name == "adam":
@@ -93,7 +49,8 @@ def prepare(cell, rule):
         forward = torch.compile(net)
     else:
         forward = net
-    build_s = clock() - t0
+    facts["build_s"] = clock() - t0
+    facts["optimizer"] = "torch.optim." + type(opt).__name__
 
     def step():
         opt.zero_grad()
@@ -102,9 +59,25 @@ def prepare(cell, rule):
         opt.step()
         return loss.item()  # a host value: the device has finished
 
-    facts = {"torch_version": torch.__version__, "build_s": build_s,
-             "optimizer": "torch.optim." + type(opt).__name__,
-             "intra_op_threads": torch.get_num_threads(),
-             "inter_op_threads": torch.get_num_interop_threads(),
-             "built_with_cuda": torch.version.cuda is not None}
     return Prepared(step=step, facts=facts)
+
+
+def inference_step(torch, net, mode, api, x):
+    """One forward pass in eval mode under no_grad (`call`) or inference_mode, returning the
+    output's first value after copying the whole output to a numpy array (the device is done)."""
+    net.eval()
+    context = torch.no_grad if api == "call" else torch.inference_mode
+    if mode == "torchscript":
+        with torch.no_grad():
+            forward = torch.jit.trace(net, x)
+    elif mode == "compile":
+        forward = torch.compile(net)
+    else:
+        forward = net
+
+    def step():
+        with context():
+            out = forward(x)
+        return float(out.cpu().numpy().reshape(-1)[0])
+
+    return step

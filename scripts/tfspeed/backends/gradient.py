@@ -1,0 +1,43 @@
+"""Seed 001's custom-gradient micro-case: y = x**2 and dy/dx of one scalar tf.Variable (x = 2.0).
+
+eager: a GradientTape around y = x**2 (what TF 2 offers eagerly: tf.gradients is graph-only);
+function: the seed's own code, `y = x**2; return y, tf.gradients(y, x)` inside tf.function with
+x passed in; graph: the same tf.gradients in a v1 session. A step returns the gradient (4.0) as a
+host float. The step is all overhead (one multiply): what it times is the cost of a call."""
+from . import Prepared
+
+
+def prepare(cell, rule):
+    from .tf import setup
+
+    tf, tfv = setup(cell)
+    mode = cell["mode"]
+    facts = {"tf_version": tf.__version__}
+    if mode == "graph":
+        v1 = tf.compat.v1 if hasattr(tf, "compat") and hasattr(tf.compat, "v1") else tf
+        x = v1.Variable(2.0)
+        y = x ** 2
+        grad = tf.gradients(y, x)
+        sess = v1.Session()
+        sess.run(v1.global_variables_initializer())
+        return Prepared(step=lambda: float(sess.run(grad)[0]), facts=facts)
+    x = tf.Variable(2.0)
+    if mode == "function":
+        @tf.function
+        def custom_gradient(v):
+            y = v ** 2
+            return y, tf.gradients(y, v)
+
+        def step():
+            _, grad = custom_gradient(x)
+            return float(grad[0].numpy())
+
+        get = getattr(custom_gradient, "experimental_get_tracing_count", None)
+        return Prepared(step=step, traces=get if callable(get) else None, facts=facts)
+
+    def eager_step():
+        with tf.GradientTape() as tape:
+            y = x ** 2
+        return float(tape.gradient(y, x).numpy())
+
+    return Prepared(step=eager_step, facts=facts)
