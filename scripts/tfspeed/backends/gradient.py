@@ -8,11 +8,11 @@ from . import Prepared
 
 
 def prepare(cell, rule):
-    from .tf import setup
+    from .tf import setup, thread_facts
 
     tf, tfv = setup(cell)
     mode = cell["mode"]
-    facts = {"tf_version": tf.__version__}
+    facts = {"tf_version": tf.__version__, **thread_facts(tf)}
     if mode == "graph":
         v1 = tf.compat.v1 if hasattr(tf, "compat") and hasattr(tf.compat, "v1") else tf
         x = v1.Variable(2.0)

@@ -76,6 +76,16 @@ def tracing_count(fn):
     return get if callable(get) else None
 
 
+def thread_facts(tf) -> dict:
+    """TF's intra/inter-op thread settings as the cell ran (0 = TF picks: TF 1's default)."""
+    try:
+        threading = tf.config.threading
+        return {"intra_op_threads": threading.get_intra_op_parallelism_threads(),
+                "inter_op_threads": threading.get_inter_op_parallelism_threads()}
+    except AttributeError:
+        return {"intra_op_threads": 0, "inter_op_threads": 0}
+
+
 def facts_of(tf, K, opt):
     facts = {"keras_version": getattr(K, "__version__", None), "optimizer": type(opt).__module__
              + "." + type(opt).__name__, "tf_version": tf.__version__,
@@ -84,12 +94,7 @@ def facts_of(tf, K, opt):
         facts["build_info"] = {k: str(v) for k, v in dict(tf.sysconfig.get_build_info()).items()}
     except AttributeError:
         facts["build_info"] = None
-    try:
-        threading = tf.config.threading
-        facts["intra_op_threads"] = threading.get_intra_op_parallelism_threads()
-        facts["inter_op_threads"] = threading.get_inter_op_parallelism_threads()
-    except AttributeError:
-        facts["intra_op_threads"] = facts["inter_op_threads"] = 0  # 0 = TF picks (TF 1 default)
+    facts.update(thread_facts(tf))
     try:
         facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
     except AttributeError:
