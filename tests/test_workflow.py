@@ -107,7 +107,11 @@ def test_quick_study_outputs(quick_run):
             assert "intra_op_threads" in threads, name
         # the machine beside the cell, and the orchestrator, over the timed window
         window = record["cpu_window"]
-        assert window["foreign_cpu_share"] >= 0 and window["own_cpu_s"] > 0, name
+        assert window["foreign_cpu_share"] >= 0 and window["own_cpu_s"] >= 0, name
+        # /proc counts CPU in clock ticks (1/100 s): a window of a few ticks must show the cell's
+        # own work; a micro-case's 12 calls of 0.2 ms can end inside one tick and read 0
+        if window["window_end_unix"] - window["window_start_unix"] > 0.1:
+            assert window["own_cpu_s"] > 0, name
         assert isinstance(record["foreign_cpu_flag"], bool), name
         assert prov["orchestrator_cpu"]["window_s"] > 0, name
         assert record["warmup_stopped_by"] in ("stable", "cap") and record["warmup_calls"] >= 6
