@@ -14,8 +14,10 @@ import pandas as pd
 
 from driver.fmt import col, ncol, num, records, text, version_key
 from driver.ordering import AXIS_ORDER
+from driver.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
 
-LEFT, RIGHT, EQUIV, INCONCL = "left_faster", "right_faster", "equivalent", "inconclusive"
+# the verdict names have one owner, driver/verdicts.py; short names for this module and seedcheck
+LEFT, RIGHT, EQUIV, INCONCL = LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIVE
 
 # A like-for-like TF2 row's Keras, best first: which row of a version speaks for it.
 HEADLINE_KERAS = ("tf.keras", "tf_keras", "keras")

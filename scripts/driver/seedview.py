@@ -20,6 +20,7 @@ import pandas as pd
 from driver.layout import is_twin
 from driver.ordering import sort_rows
 from driver.summaries import MODE_TEXT
+from driver.verdicts import INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
 
 SEED_INDEX = ["machine", "device", "keras", "api", "input", "model", "data"]
 BLOCK = SEED_INDEX[:5]  # a block: one configuration; its rows: model x data
@@ -54,8 +55,8 @@ def verdict_of(rec: Mapping) -> str:
         return verdict
     significant = rec.get("significant")
     if significant is None or pd.isna(significant) or not bool(significant):
-        return "inconclusive"
-    return "left_faster" if float(rec.get("pct") or 0.0) > 0 else "right_faster"
+        return INCONCLUSIVE
+    return LEFT_FASTER if float(rec.get("pct") or 0.0) > 0 else RIGHT_FASTER
 
 
 def _seed_cells(cells: pd.DataFrame) -> pd.DataFrame:
