@@ -320,6 +320,47 @@ def test_frameworks_table(grid_case):
         assert row["left_median_s"] == pytest.approx(same["median_s"].min())
 
 
+def test_frameworks_best_vs_best(tmp_path):
+    """Each framework's fastest cell vs TensorFlow's fastest, per task; verdicts in the study's
+    one Benjamini-Hochberg family; the report lays the rows out without testing anything."""
+    from driver import split, verdicts
+
+    root = tmp_path / "cells"
+    files = [
+        *write_processes(root, "tf2.21", 0.010, keras="keras3", api="custom_loop"),
+        *write_processes(root, "tf2.21", 0.008, keras="keras3", mode="function",
+                         api="custom_loop"),
+        *write_processes(root, "tf1.14", 0.009, mode="graph"),
+        *write_processes(root, "tf2.21", 0.001, keras="keras3", api="call"),
+        *write_processes(root, "torch2.13", 0.004, keras="none", api="custom_loop"),
+        *write_processes(root, "torch2.13", 0.006, keras="none", mode="compile",
+                         api="custom_loop"),
+        *write_processes(root, "torch2.13", 0.002, keras="none", api="call"),
+    ]
+    result = run(tmp_path, files)[0]
+    best = result["frameworks_best"].set_index("task")
+    assert sorted(best.index) == ["infer", "train"]
+    train, infer = best.loc["train"], best.loc["infer"]
+    assert (train["left_family"], train["left_mode"], train["right_family"],
+            train["right_env"], train["right_mode"]) == (
+        "PyTorch", "eager", "TensorFlow", "tf2.21", "function")
+    assert train["ratio"] == pytest.approx(0.5, rel=1e-6)
+    assert train["verdict"] == verdicts.LEFT_FASTER
+    assert (infer["left_api"], infer["right_api"]) == ("call", "call")
+    assert infer["ratio"] == pytest.approx(2.0, rel=1e-6)
+    assert infer["verdict"] == verdicts.RIGHT_FASTER
+    # one family: BH over every comparison row of the study gives the tables' adjusted p-values
+    names = [n for n in registry.COMPARISONS if len(result[n])]
+    assert "frameworks_best" in names
+    p = pd.concat([result[n]["p"] for n in names]).to_numpy(dtype=float)
+    adjusted = pd.concat([result[n]["p_adjusted"] for n in names]).to_numpy(dtype=float)
+    np.testing.assert_allclose(adjusted, verdicts.bh_adjust(p))
+    view = split.best_vs_best(result["frameworks_best"], 0.05)
+    wins = {r[7]["text"] for r in view["rows"]}
+    assert wins == {"PyTorch, 2.00x as fast", "TensorFlow, 2.00x as fast"}
+    assert "frameworks_best" not in {g["name"] for g in split.split_views(result)}
+
+
 # --- cells --------------------------------------------------------------------------------------
 
 def test_every_cell_in_cells_csv(grid_case):

@@ -21,7 +21,8 @@ SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget"
 
 # The one-factor comparisons: what allocation settles. Frameworks (best-of picks), machines and
 # twins (calibration) are reported, not chased.
-CHASED = [n for n in COMPARISONS if n not in ("frameworks", "machines", "twins")]
+CHASED = [n for n in COMPARISONS
+          if n not in ("frameworks", "frameworks_best", "machines", "twins")]
 
 
 def open_cells(tables: Mapping[str, pd.DataFrame]) -> set[tuple]:

@@ -13,7 +13,7 @@ TEXT_COLUMNS = {
     "machine", "env", "framework", "framework_version", "python", "keras", "keras_version", "mode",
     "api", "input", "device", "model", "data", "status", "reason", "numpy_version", "optimizer",
     "cpu_model", "gpu", "started_utc", "cell_id", "stopped_by", "threads", "verdict", "list",
-    "configuration", "fastest_env", "allocation", "task",
+    "configuration", "fastest_env", "allocation", "task", "family",
 }
 BOOL_COLUMNS = {"significant", "noisy", "drift", "warmup_capped", "too_few_samples",
                 "foreign_cpu_flag"}

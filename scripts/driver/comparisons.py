@@ -224,6 +224,52 @@ def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str
                   ["machine", "model", "data", "device", "left_env", "left_mode"])
 
 
+FAMILY_TEXT = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+
+
+def family(framework, keras) -> str:
+    """What a user picks: TensorFlow (with any Keras), PyTorch, or Keras 3 on JAX / torch."""
+    name = FAMILY_TEXT.get(framework, framework if isinstance(framework, str) else "?")
+    if framework != "tensorflow" and keras == "keras3":
+        return f"Keras 3 on {name}"
+    return name
+
+
+def frameworks_best_table(cells: pd.DataFrame, comparer: Comparer,
+                          envs: Sequence[str]) -> pd.DataFrame:
+    """Per (machine, model, data, device) and task (training, inference; never one against the
+    other): each framework's fastest ok cell (any env, mode, API and input) vs TensorFlow's
+    fastest, both picked by their cell estimates. The answer to "is the best way to train in X
+    faster than the best way in TensorFlow". Its rows take part in the study's one
+    Benjamini-Hochberg family like every comparison. The picks are made on the same processes
+    that test them, which favours the picked cells a little (by at most their own CI)."""
+    ok = ok_cells(cells)
+    ok = ok.assign(task=[task(a) for a in ok["api"]])
+    ok = ok[ok["task"].isin(["train", "infer"]) & ok["median_s"].notna()]
+    ok = ok.assign(family=[family(f, k) for f, k in zip(ok["framework"], ok["keras"])])
+    sides = ["family", "env", "framework", "framework_version", "keras", "mode", "api", "input"]
+    rows = []
+    for (machine, model, data, device, tsk), group in ok.groupby(
+            ["machine", "model", "data", "device", "task"], sort=False):
+        best = {fam: part.loc[part["median_s"].idxmin()].to_dict()
+                for fam, part in group.groupby("family", sort=True)}
+        tf = best.pop("TensorFlow", None)
+        if tf is None:
+            continue
+        for other in best.values():
+            result = comparer((machine, other["env"], other["cell_id"]),
+                              (machine, tf["env"], tf["cell_id"]))
+            row = {"machine": machine, "model": model, "data": data, "device": device,
+                   "task": tsk}
+            for c in sides:
+                row[f"left_{c}"], row[f"right_{c}"] = other[c], tf[c]
+            row.update({m: result[m] for m in METRICS})
+            row["left_cell_id"], row["right_cell_id"] = other["cell_id"], tf["cell_id"]
+            rows.append(row)
+    return _frame(rows, ["model", "data", "device", "task"], sides, envs,
+                  ["machine", "model", "data", "device", "task", "left_env"])
+
+
 def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
     """The same cell (env and every axis) on two machines; left is the first machine key in
     alphabetical order. Empty when the study holds one machine's results."""
@@ -282,6 +328,7 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     tables["keras_vs_tfkeras"] = keras_table(cells, comparer, envs)
     tables["call_vs_predict"] = call_table(cells, comparer, envs)
     tables["frameworks"] = frameworks_table(cells, comparer, envs)
+    tables["frameworks_best"] = frameworks_best_table(cells, comparer, envs)
     tables["machines"] = machines_table(cells, comparer, envs)
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)

@@ -107,10 +107,9 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
         }
 
     def tables_section():
-        level = num(dict(config.get("stop") or {}).get("level", 0.95))
         return {"groups": split.split_views(tabs),
-                "best": split.best_vs_best(cells, samples, 0.95 if math.isnan(level) else level,
-                                           num(config.get("fdr_q", 0.05)), min_effect),
+                "best": split.best_vs_best(tabs.get("frameworks_best", pd.DataFrame()),
+                                           min_effect),
                 "seed": seedtable.seed_blocks(cells, tabs, reference_env, order),
                 "cells": views.cells_table(cells)}
 

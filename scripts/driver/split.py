@@ -4,18 +4,18 @@ factor come first; rows whose sides also use different Keras flavours, and the m
 (whose `numpy` mode runs no TensorFlow), get their own tables. The aggregation's CSVs keep every
 row; only the report separates them.
 
-The frameworks answer: each framework's fastest cell per model and data against TensorFlow's
-fastest, compared at the process level as the study's verdicts are (driver/verdicts.py), with
-Benjamini-Hochberg over these comparisons."""
-import numpy as np
+The frameworks answer (`frameworks_best`): each framework's fastest cell per model, data and task
+against TensorFlow's fastest, as aggregation compared them (in the study's one Benjamini-Hochberg
+family); the report only lays the rows out."""
 import pandas as pd
 
-from driver import verdicts
 from driver.answer import norm_verdict, row_kind
 from driver.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, ncol, num, records, text
 from driver.tables import BY_NAME, COMPARISONS
 from driver.views import comparison_view
 
+# Shown by best_vs_best, above the one-factor tables.
+SHOWN_APART = ("frameworks_best",)
 KIND_TITLE = {"cross": "rows that also change the Keras flavour",
               "micro": "the matmul micro-case"}
 
@@ -25,6 +25,8 @@ def split_views(tabs: dict) -> list[dict]:
     cross-flavour rows; the matmul rows of every table are gathered at the end."""
     out, micro = [], []
     for name in COMPARISONS:
+        if name in SHOWN_APART:
+            continue
         df = tabs.get(name, pd.DataFrame())
         kinds = pd.Series([row_kind(r, name) for r in records(df)], index=df.index, dtype=object)
         one = comparison_view(name, df[kinds == "one"] if len(df) else df)
@@ -67,79 +69,37 @@ def _rename(view: dict, name: str) -> None:
         view["full"]["id"] = f"t-{name}"
 
 
-def family(row) -> str:
-    fw, keras = text(row.get("framework")), text(row.get("keras"))
-    names = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
-    if fw != "tensorflow" and keras == "keras3":
-        return f"Keras 3 on {names.get(fw, fw)}"
-    return names.get(fw, fw or "?")
-
-
-def process_logs(samples: dict, key: tuple) -> np.ndarray | None:
-    """Log medians of a cell's processes, from its pooled samples and repeat boundaries."""
-    s = samples.get(key)
-    if not s:
-        return None
-    x = np.asarray(s["samples"], dtype=float)
-    cuts = [int(b + 0.5) for b in s.get("bounds") or []]
-    parts = [p for p in np.split(x, cuts) if p.size]
-    meds = [float(np.median(p)) for p in parts]
-    return np.log(meds) if meds and min(meds) > 0 else None
-
-
-def _label(r) -> str:
-    parts = [text(r.get("env")), text(r.get("keras")), text(r.get("mode")), text(r.get("api")),
-             text(r.get("input"))]
+def _label(r: dict, side: str) -> str:
+    parts = [text(r.get(f"{side}_{c}")) for c in ("env", "keras", "mode", "api", "input")]
     return " · ".join(p for p in parts if p and p != "none")
 
 
-def best_vs_best(cells: pd.DataFrame, samples: dict, level: float, q: float,
-                 min_effect: float) -> dict:
-    """Per (machine, model, data, device): each framework's fastest ok cell vs TensorFlow's."""
-    ok = cells[col(cells, "status").map(text) == "ok"] if len(cells) else cells
-    ok = ok[col(ok, "api").map(text) != "matmul"] if len(ok) else ok
-    rows = []
-    if len(ok):
-        ok = ok.assign(_family=[family(r) for r in records(ok)], _m=ncol(ok, "median_s"))
-        for key, group in ok.groupby(["machine", "model", "data", "device"], sort=True):
-            best = {fam: part.loc[part["_m"].idxmin()] for fam, part in group.groupby("_family")
-                    if part["_m"].notna().any()}
-            tf = best.pop("TensorFlow", None)
-            if tf is None:
-                continue
-            for fam, other in sorted(best.items()):
-                lk = process_logs(samples, (key[0], text(other["env"]), text(other["cell_id"])))
-                rk = process_logs(samples, (key[0], text(tf["env"]), text(tf["cell_id"])))
-                res = (verdicts.welch(lk, rk, level) if lk is not None and rk is not None else
-                       {"ratio": num(other["_m"]) / num(tf["_m"]), "ratio_ci_low": np.nan,
-                        "ratio_ci_high": np.nan, "p": np.nan})
-                rows.append({"key": key, "family": fam, "other": other, "tf": tf, **res})
-    if rows:
-        decided = verdicts.decide(pd.DataFrame(rows)[["ratio_ci_low", "ratio_ci_high", "p"]],
-                                  q=q, min_effect=min_effect)
-        for r, pa, v in zip(rows, decided["p_adjusted"], decided["verdict"]):
-            r["p_adjusted"], r["verdict"] = pa, norm_verdict(v)
+def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
+    """The `frameworks_best` table as the report shows it: who wins, by how much. Every figure
+    and verdict comes from aggregation (driver/comparisons.py); nothing is tested here."""
     columns = [{"label": c, "num": n} for c, n in (
-        ("model · data · device", False), ("framework", False), ("its best cell", False),
+        ("model · data · device · task", False), ("framework", False), ("its best cell", False),
         ("ms", True), ("TF's best cell", False), ("TF ms", True), ("ratio [CI]", True),
         ("who wins", False), ("p (BH)", True))]
     out = []
-    for r in rows:
-        ratio, fam = num(r["ratio"]), r["family"]
-        if r["verdict"] == "left_faster":
+    for r in records(table):
+        ratio, fam = num(r.get("ratio")), text(r.get("left_family"))
+        v = norm_verdict(r.get("verdict"))
+        if v == "left_faster":
             win, cls = f"{fam}, {1 / ratio:.2f}x as fast", "pos"
-        elif r["verdict"] == "right_faster":
+        elif v == "right_faster":
             win, cls = f"TensorFlow, {ratio:.2f}x as fast", "neg"
-        elif r["verdict"] == "equivalent":
+        elif v == "equivalent":
             win, cls = f"neither (within {min_effect:.0%})", ""
         else:
             win, cls = "undecided", "ns"
-        m, d, dev = r["key"][1:]
-        out.append([cell(f"{m} · {d} · {dev}"), cell(fam), cell(_label(r["other"])),
-                    cell(fmt_ms(r["other"]["_m"]), "num", v=num(r["other"]["_m"])),
-                    cell(_label(r["tf"])), cell(fmt_ms(r["tf"]["_m"]), "num", v=num(r["tf"]["_m"])),
-                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(r['ratio_ci_low'])}, "
-                         f"{fmt_ratio(r['ratio_ci_high'])}]", "num", v=ratio),
+        where = " · ".join(text(r.get(c)) for c in ("model", "data", "device", "task"))
+        lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
+        out.append([cell(where), cell(fam), cell(_label(r, "left")),
+                    cell(fmt_ms(lm), "num", v=lm), cell(_label(r, "right")),
+                    cell(fmt_ms(rm), "num", v=rm),
+                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
+                         f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
                     cell(win, cls), cell(fmt_p(r.get("p_adjusted")), "num",
                                          v=num(r.get("p_adjusted")))])
     return {"id": "t-best", "columns": columns, "rows": out, "n": len(out)}

@@ -51,6 +51,12 @@ REGISTRY = (
           "reference (right): the newest TF 2 env's eager cell with numpy input, a custom loop "
           "where there is one, else fit, else any API (matmul); tf.keras before Keras 3, "
           "tf_keras and no Keras."),
+    Table("frameworks_best", "Frameworks: best vs best", "framework", None, None,
+          "+ when the other framework's best is faster than TensorFlow's best",
+          "Per model, data, device and task (training or inference): each other framework's "
+          "fastest cell (any env, mode, API and input; PyTorch, Keras 3 on JAX, Keras 3 on "
+          "torch) (left) vs TensorFlow's fastest cell (right), both picked by their cell "
+          "estimates: who wins, by how much, with the verdict."),
     Table("machines", "Machines", "machine", None, None,
           "+ when the first machine (alphabetical) is faster",
           "The same cell (env and every axis) on two machines, when results of several "
