@@ -10,7 +10,7 @@ family); the report only lays the rows out."""
 import pandas as pd
 
 from driver.answer import norm_verdict, row_kind
-from driver.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, ncol, num, records, text
+from driver.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
 from driver.tables import BY_NAME, COMPARISONS
 from driver.views import comparison_view
 
