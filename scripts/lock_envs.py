@@ -3,7 +3,11 @@
 Each lock lists the env's pinned packages with the sha256 of every file PyPI offers for them
 (`uv pip compile --generate-hashes`). Once a lock exists, the venv builder installs from it with
 `--require-hashes`, so a package whose files changed on the index fails the build instead of
-running. Usage: python scripts/lock_envs.py [NAME ...] [--env-dir envs]
+running. Usage: python scripts/lock_envs.py [NAME ...] [--env-dir envs] [--config config.yaml]
+
+An env that pins a package the config's `package_sources` serve (torch: the CPU wheel comes from a
+folder or PyTorch's CPU index, not from PyPI) is not locked, with the reason: PyPI's hashes are those
+of the CUDA build, so a lock would either refuse the CPU wheel or pull gigabytes of CUDA packages.
 """
 import argparse
 import os
@@ -20,8 +24,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from driver.envspec import SpecError, parse_spec  # noqa: E402
 
 
+def sourced_pins(config_path):
+    """The package names the config's `package_sources` serve (lower case, '-' for '_'); an empty
+    `packages` list means every pin, returned as None."""
+    if not config_path or not Path(config_path).exists():
+        return set()
+    config = yaml.safe_load(Path(config_path).read_text()) or {}
+    sources = config.get("package_sources") or {}
+    if not (sources.get("find_links") or sources.get("extra_index_urls")):
+        return set()
+    packages = sources.get("packages") or []
+    return {p.lower().replace("_", "-") for p in packages} if packages else None
+
+
+def spec_facts(spec_path):
+    return parse_spec(spec_path.stem, yaml.safe_load(spec_path.read_text()), str(spec_path))
+
+
 def lock(spec_path, uv):
-    facts = parse_spec(spec_path.stem, yaml.safe_load(spec_path.read_text()), str(spec_path))
+    facts = spec_facts(spec_path)
     lines = facts["pip_options"] + ["%s==%s" % kv for kv in facts["pins"].items()]
     with tempfile.NamedTemporaryFile("w", suffix=".in", delete=False) as handle:
         handle.write("\n".join(lines) + "\n")
@@ -43,8 +64,12 @@ def lock(spec_path, uv):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="env names (default: every env file)")
-    parser.add_argument("--env-dir", default=str(Path(__file__).resolve().parent.parent / "envs"))
+    repo = Path(__file__).resolve().parent.parent
+    parser.add_argument("--env-dir", default=str(repo / "envs"))
+    parser.add_argument("--config", default=str(repo / "config.yaml"),
+                        help="the config whose package_sources decide which envs are not locked")
     args = parser.parse_args()
+    served = sourced_pins(args.config)
     uv = shutil.which("uv") or os.path.join(os.path.dirname(sys.executable), "uv")
     specs = sorted(Path(args.env_dir).glob("*.yaml"))
     if args.names:
@@ -55,6 +80,13 @@ def main():
     failed = []
     for spec in specs:
         try:
+            pins = set(spec_facts(spec)["pins"])
+            overlap = sorted(pins if served is None else pins & served)
+            if overlap:
+                print("not locked %s: %s comes from the config's package_sources (%s), whose "
+                      "files PyPI's hashes do not cover" % (spec.name, ", ".join(overlap),
+                                                            args.config), flush=True)
+                continue
             print("locked %s -> %s" % (spec.name, lock(spec, uv).name), flush=True)
         except (SpecError, subprocess.CalledProcessError) as exc:
             print("could not lock %s: %s" % (spec.name, exc), file=sys.stderr, flush=True)

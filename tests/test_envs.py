@@ -99,6 +99,23 @@ def test_hash_lock_is_used_and_enforced(tiny, tmp_path):
     assert "hash" in (tampered["reason"] + tampered["log_tail"]).lower()
 
 
+def test_lock_skips_envs_served_by_package_sources(tiny, tmp_path):
+    """PyPI's hashes for torch are the CUDA build's: an env whose pin the config's package_sources
+    serve is not locked (with the reason), and the others are."""
+    served = tiny.parent / "served.yaml"
+    served.write_text(TINY.replace("name: tiny", "name: served") + "      - torch==2.13.0\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"package_sources": {"find_links": [str(tmp_path)],
+                                                          "packages": ["torch"]}}))
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "lock_envs.py"), "--env-dir",
+                           str(tiny.parent), "--config", str(config)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "not locked served.yaml: torch" in proc.stdout
+    assert not served.with_suffix(".lock.txt").exists()
+    assert "--hash=sha256:" in tiny.with_suffix(".lock.txt").read_text()
+
+
 # --- package sources: env files install anywhere; machine-local sources come from config ---------
 
 TORCH = REPO / "envs" / "torch2.13.yaml"
