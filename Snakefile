@@ -1,11 +1,17 @@
 # tfspeed: is TensorFlow 2 slower than TensorFlow 1, and which way of training should I use?
 # The study as a pipeline: one env per TF version, one fresh process per cell, tables and a report.
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# The default config, found beside this Snakefile whatever --directory says: a --configfile is laid
+# over it (mappings merge key by key, lists and values replace), so a partial config is a change to
+# the default. A relative "config.yaml" would be looked for in the --directory, silently skipped
+# there when --configfile is given, and leave unset keys at the schema's defaults instead.
+configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 validate(config, "schemas/config.schema.yaml")

@@ -2,7 +2,8 @@
 import copy
 
 import pytest
-from helpers import quick_config, snakemake, write_config
+import yaml
+from helpers import REPO, quick_config, snakemake, write_config
 
 
 def _set(config, dotted, value):
@@ -75,3 +76,34 @@ def test_good_config_plans(tmp_path):
     proc = snakemake(tmp_path / "work", write_config(tmp_path / "c.yaml", quick_config()), "-n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "run_cell" in proc.stdout
+
+
+def test_partial_config_is_laid_over_the_default_in_any_directory(tmp_path):
+    """A --configfile that names a few keys changes those and keeps config.yaml's others, also with
+    --directory elsewhere (Snakemake would look for a relative config.yaml there and skip it)."""
+    grid = {"name": "one", "envs": "all", "pairs": [["small", "small"]], "keras": ["tf.keras"],
+            "modes": ["eager"], "apis": ["train_on_batch"], "inputs": ["numpy"], "devices": "all"}
+    partial = {"envs": ["tf1.14"], "grids": [grid]}
+    work = tmp_path / "elsewhere"
+    proc = snakemake(work, write_config(tmp_path / "partial.yaml", partial), "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    default = yaml.safe_load((REPO / "config.yaml").read_text())
+    cell = "tf1.14/small-small.tfkeras.eager.train_on_batch.numpy.cpu"
+    # config.yaml's repeats (3 processes per cell) and its twin cells, not the schema's 1 and 0
+    assert default["repeats"] == 3 and default["twins"] > 0
+    for rep in range(default["repeats"]):
+        assert "%s.r%d.json" % (cell, rep) in out, out[-3000:]
+    assert ".twin/" + cell in out, out[-3000:]
+    # and the keys it names win: no other env is planned
+    assert "tf2.21/" not in out
+
+
+@pytest.mark.parametrize("preset", sorted(p.name for p in (REPO / "presets").glob("*.yaml")))
+def test_every_preset_plans(tmp_path, preset):
+    """Each preset, laid over config.yaml as its header says to run it, passes the checks and plans
+    its cells (a dry run: no env is built)."""
+    proc = snakemake(tmp_path / "work", REPO / "presets" / preset, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "run_cell" in out

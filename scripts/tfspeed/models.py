@@ -56,9 +56,9 @@ TRAINING = {
 }
 
 # (batch, timesteps, channels); seed 000's batch_shape_small/medium/large. "tiny" is a tenth of
-# "small" (the question's LSTM trains there on a 2-core CPU in about a second per step). "mlp" is
-# seed 002's; "mnist" a batch of 32 28x28x1 images (seed 003); "mnist784" seed 001's 100 samples of
-# 784 features; "scalar" seed 001's one variable.
+# "small" (the question's LSTM: 9.6 s per step in TF 2.21 Keras 3 eager, 2.3 s in PyTorch, on a
+# 2-core VM). "mlp" is seed 002's; "mnist" a batch of 32 28x28x1 images (seed 003); "mnist784"
+# seed 001's 100 samples of 784 features; "scalar" seed 001's one variable.
 DATA = {
     "small": (32, 140, 30),
     "medium": (32, 1400, 30),
