@@ -90,8 +90,8 @@ def test_partial_config_is_laid_over_the_default_in_any_directory(tmp_path):
     assert proc.returncode == 0, out[-3000:]
     default = yaml.safe_load((REPO / "config.yaml").read_text())
     cell = "tf1.14/small-small.tfkeras.eager.train_on_batch.numpy.cpu"
-    # config.yaml's repeats (3 processes per cell) and its twin cells, not the schema's 1 and 0
-    assert default["repeats"] == 3 and default["twins"] > 0
+    # config.yaml's repeats and its twin cells, not the schema's 1 and 0
+    assert default["repeats"] > 1 and default["twins"] > 0
     for rep in range(default["repeats"]):
         assert "%s.r%d.json" % (cell, rep) in out, out[-3000:]
     assert ".twin/" + cell in out, out[-3000:]
