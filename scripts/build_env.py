@@ -2,7 +2,10 @@
 
 Finds an interpreter for the file's pinned `python=X.Y`, creates the venv in a folder named by the
 file's hash (a changed file builds a new env; an unchanged one is reused), installs the `pip:`
-section with uv where present (much faster) or pip, checks that the framework imports, and writes a
+section with uv where present (much faster) or pip, compiles its bytecode (as pip does on install;
+uv does not, and where PYTHONDONTWRITEBYTECODE is set every cell process would compile TensorFlow's
+5,000 modules again: 10.8 s against 3.9 s to import TF 2.21 on a 2-core VM), checks that the
+framework imports, and writes a
 manifest with the interpreter, the frozen package set and the spec hash. Machine-local package sources
 (config `package_sources`: find-links folders, extra index URLs) are applied when present: a folder
 that does not exist or an index that does not answer is skipped with a log line, and the sources used
@@ -130,6 +133,30 @@ def run_logged(cmd, label, tail, timeout_s=3600):
         raise BuildError("%s failed (exit %d): %s" % (label, proc.returncode,
                                                       (tail[-1] if tail else "")),
                          "\n".join(tail[-40:]))
+
+
+BYTECODE_MARKER = ".tfspeed-bytecode"
+
+
+def compile_bytecode(venv, tail):
+    """Write the venv's .pyc files in place, after the venv has its final path (a .pyc records the
+    path of its source). Idempotent: a marker says it is done, so a venv built before this step is
+    compiled on its next reuse. Files that do not compile (some packages ship sources for other
+    Python versions) are left to the interpreter, with a log line; the build does not fail on them."""
+    marker = os.path.join(venv, BYTECODE_MARKER)
+    if os.path.exists(marker):
+        return 0.0
+    site = glob.glob(os.path.join(venv, "lib", "python*", "site-packages"))
+    t0 = time.monotonic()
+    cmd = [os.path.join(venv, "bin", "python"), "-m", "compileall", "-q", "-j", "0"] + site
+    try:
+        run_logged(cmd, "compile bytecode", tail)
+    except BuildError as exc:
+        print("[tfspeed] compile bytecode: some files did not compile (%s); they are compiled "
+              "in memory on import" % exc.reason, flush=True)
+    with open(marker, "w") as handle:
+        handle.write("compileall\n")
+    return round(time.monotonic() - t0, 2)
 
 
 def frozen_packages(venv):
@@ -328,6 +355,7 @@ def build(spec_file, env_root, installer, configured, tail, sources=None):
         with open(done_marker, "w") as handle:
             handle.write(manifest["env_hash"] + "\n")
         manifest["reused"] = False
+    manifest["bytecode_s"] = compile_bytecode(venv, tail)
     manifest["packages"] = frozen_packages(venv)
     # what ran, not what was asked for: torch==2.13.0 installs as 2.13.0+cpu from a CPU wheel
     manifest["resolved"] = resolved_versions(manifest["pins"], manifest["packages"])
