@@ -19,7 +19,7 @@
   ci_rel_median, timed_share  the quick study's median within-process CI half-width over the
                           median, and the share of its wall time inside timed loops.
 
-Usage: python scripts/selfbench.py [--processes 5] [--pool 3] [--aa-processes 6] [--skip-study]
+Usage: python scripts/selfbench.py [--processes 5] [--pool <repeats>] [--aa-processes 6] [--skip-study]
        python scripts/selfbench.py --from-runs A B   (A, B: results folders of two default studies)
 Writes results/selfbench.json. Run it on an otherwise idle machine: it times things.
 
@@ -193,13 +193,16 @@ def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5, help="estimates to compare")
-    parser.add_argument("--pool", type=int, default=3, help="processes per estimate")
+    parser.add_argument("--pool", type=int, default=None,
+                        help="processes per estimate (default: config.yaml's repeats)")
     parser.add_argument("--aa-processes", type=int, default=6, help="processes per cell, A/A")
     parser.add_argument("--skip-study", action="store_true", help="reuse build/selfbench")
     parser.add_argument("--from-runs", nargs=2, metavar=("A", "B"),
                         help="A/A pairs and CPU shares from two finished default-study runs")
     args = parser.parse_args()
     default = yaml.safe_load((REPO / "config.yaml").read_text())
+    if args.pool is None:
+        args.pool = default["repeats"]
     quick = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
 
     if args.from_runs:
