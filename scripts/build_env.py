@@ -4,7 +4,7 @@ Finds an interpreter for the file's pinned `python=X.Y`, creates the venv in a f
 file's hash (a changed file builds a new env; an unchanged one is reused), installs the `pip:`
 section with uv where present (much faster) or pip, compiles its bytecode (as pip does on install;
 uv does not, and where PYTHONDONTWRITEBYTECODE is set every cell process would compile TensorFlow's
-5,000 modules again: 10.8 s against 3.9 s to import TF 2.21 on a 2-core VM), checks that the
+5,000 modules again: 10.8 s against 4.7 s to import TF 2.21 on a 2-core VM), checks that the
 framework imports, and writes a
 manifest with the interpreter, the frozen package set and the spec hash. Machine-local package sources
 (config `package_sources`: find-links folders, extra index URLs) are applied when present: a folder

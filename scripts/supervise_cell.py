@@ -96,19 +96,16 @@ class OrchestratorMeter(object):
 
     def __init__(self):
         self.pids = orchestrator_pids()
+        self.roles = {pid: "supervisor" if pid == os.getpid()
+                      else "snakemake" if b"snakemake" in _cmdline(pid) else "shell"
+                      for pid in self.pids}
         self.start = self.result = None
-
-    def _role(self, pid):
-        if pid == os.getpid():
-            return "supervisor"
-        return "snakemake" if b"snakemake" in _cmdline(pid) else "shell"
 
     def _by_role(self):
         out = {}
-        for pid in self.pids:
+        for pid, role in self.roles.items():
             cpu = _cpu_s(pid)
             if cpu is not None:
-                role = self._role(pid)
                 out[role] = out.get(role, 0.0) + cpu
         return out
 

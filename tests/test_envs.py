@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import yaml
@@ -45,6 +46,9 @@ def test_build_reuse_and_rebuild_on_change(tiny, tmp_path):
     first = build(tiny, root, tmp_path)
     assert first["status"] == "ok", first
     assert first["packages"] == {"numpy": "1.26.4"} and first["python"].startswith("3.11.")
+    # bytecode compiled at build time (uv writes none; PYTHONDONTWRITEBYTECODE stops the imports)
+    pycs = list(Path(first["venv"]).glob("lib/python3.11/site-packages/numpy/__pycache__/*.pyc"))
+    assert pycs and first["bytecode_s"] > 0
     again = build(tiny, root, tmp_path)
     assert again["reused"] and again["venv"] == first["venv"]
     tiny.write_text(TINY.replace("numpy==1.26.4", "numpy==1.26.3"))
