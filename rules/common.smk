@@ -12,9 +12,11 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
 
-from driver import envspec, layout, provenance  # noqa: E402
-from driver.locks import default_lock_path  # noqa: E402
-from driver.tables import NAMES as TABLES  # noqa: E402
+from driver.study import envspec  # noqa: E402
+from driver.study import layout  # noqa: E402
+from driver.study import provenance  # noqa: E402
+from driver.study.locks import default_lock_path  # noqa: E402
+from driver.tables.registry import NAMES as TABLES  # noqa: E402
 from tfspeed import cells as tfcells  # noqa: E402
 from tfspeed import models  # noqa: E402
 
@@ -207,7 +209,8 @@ TWINS = list({(e, tfcells.cell_id(c)): (e, c) for e, c in TWINS}.values())
 
 def round_cells(machine, rep):
     """[(env, cell)] of round `rep`: every cell in the first `repeats` rounds; after them, the
-    cells the checkpoint plan_round chose (driver/allocation.py), possibly none."""
+    cells the checkpoint plan_round chose (driver/tables/allocation.py), possibly none.
+    """
     if rep < REPEATS:
         return CELLS
     plan = checkpoints.plan_round.get(machine=machine, rep=rep).output.plan

@@ -31,8 +31,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.envspec import TF_PACKAGES, SpecError, parse_spec, spec_hash  # noqa: E402
-from driver.locks import machine_lock  # noqa: E402
+from driver.study.envspec import TF_PACKAGES, SpecError, parse_spec, spec_hash  # noqa: E402
+from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
 IMPORT_CHECK = {

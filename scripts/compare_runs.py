@@ -17,8 +17,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver import bundle  # noqa: E402
-from driver.tables import COMPARISONS  # noqa: E402
+from driver.tables import bundle  # noqa: E402
+from driver.tables.registry import COMPARISONS  # noqa: E402
 
 # What identifies a comparison row across runs (whichever of these a table has): the envs and
 # the cells on each side. Machine keys are left out, so that two machines can be lined up.

@@ -21,7 +21,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.envspec import SpecError, parse_spec  # noqa: E402
+from driver.study.envspec import SpecError, parse_spec  # noqa: E402
 
 
 def sourced_pins(config_path):

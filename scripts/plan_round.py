@@ -1,5 +1,5 @@
-"""Checkpoint plan_round: which cells get one more process in an extra round (driver/allocation.py)."""
-from driver.rulelog import to_rule_log
+"""Checkpoint plan_round: which cells get one more process in an extra round (driver/tables/allocation.py)."""
+from driver.study.rulelog import to_rule_log
 
 smk = snakemake  # noqa: F821
 to_rule_log(smk)
@@ -7,8 +7,8 @@ to_rule_log(smk)
 import json  # noqa: E402
 import logging  # noqa: E402
 
-from driver.allocation import plan_next_round  # noqa: E402
-from driver.tabulate import tabulate  # noqa: E402
+from driver.tables.aggregate import tabulate  # noqa: E402
+from driver.tables.allocation import plan_next_round  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
 
 p = smk.params

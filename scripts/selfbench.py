@@ -46,7 +46,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-from driver import verdicts  # noqa: E402
+from driver.stats import verdicts  # noqa: E402
 from tfspeed import timing  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 

@@ -20,8 +20,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver import provenance, record  # noqa: E402
-from driver.locks import machine_lock  # noqa: E402
+from driver.study import (
+    provenance,  # noqa: E402
+    record,  # noqa: E402
+)
+from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import models  # noqa: E402
 from tfspeed.machine import (  # noqa: E402
     ORCHESTRATOR_THREAD_VARS,

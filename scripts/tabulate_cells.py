@@ -1,13 +1,13 @@
 """Rule tabulate_cells: all cell files -> results/tables/*.csv, the report's bundle and
-results/study.xlsx (driver/tabulate.py does the work)."""
-from driver.rulelog import to_rule_log
+results/study.xlsx (driver/tables/aggregate.py does the work)."""
+from driver.study.rulelog import to_rule_log
 
 smk = snakemake  # noqa: F821
 to_rule_log(smk)
 
 from pathlib import Path  # noqa: E402
 
-from driver.tabulate import tabulate, write_outputs  # noqa: E402
+from driver.tables.aggregate import tabulate, write_outputs  # noqa: E402
 
 params = smk.params
 # Other machines' cell files are inputs too (rules/common.smk), so new ones rerun this rule.

@@ -16,8 +16,8 @@ import openpyxl
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "scripts"))
 
-from driver import tabulate as tab  # noqa: E402
-from driver.tables import NAMES  # noqa: E402
+from driver.tables import aggregate as tab  # noqa: E402
+from driver.tables.registry import NAMES  # noqa: E402
 
 FIXTURES = HERE / "fixtures"
 CELLS = FIXTURES / "cells"

@@ -1,4 +1,4 @@
-"""Aggregation (driver/tabulate.py and the modules it runs): cell files -> cells.csv, the comparison
+"""Aggregation (driver/tables/aggregate.py and the modules it runs): cell files -> cells.csv, the comparison
 tables and the workbook.
 
 Cell files are synthetic but shaped like supervise_cell.py's (same keys, same layout on disk), with
@@ -18,15 +18,17 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from driver import comparisons, layout, record, seedtable, seedview, summaries
-from driver import tables as registry
-from driver import tabulate as tab
-from driver.ordering import env_order
+from driver.report import source_table as seedtable
+from driver.study import layout, record
+from driver.tables import aggregate as tab
+from driver.tables import comparisons, registry, summaries
+from driver.tables import source_layout as seedview
+from driver.tables.ordering import env_order
 from tfspeed import cells as tfcells
 from tfspeed import models as tfmodels
 from tfspeed import stats
 
-SCRIPT = Path(tab.__file__).resolve().parents[1] / "tabulate_cells.py"
+SCRIPT = Path(tab.__file__).resolve().parents[2] / "tabulate_cells.py"
 MACHINE = "xeon-2c"
 VERSIONS = {"tf1.14": "1.14.0", "tf1.15": "1.15.5", "tf2.0": "2.0.0", "tf2.3": "2.3.4",
             "tf2.15": "2.15.1", "tf2.21": "2.21.0", "torch2.13": "2.13.0"}
@@ -323,7 +325,8 @@ def test_frameworks_table(grid_case):
 def test_frameworks_best_vs_best(tmp_path):
     """Each framework's fastest cell vs TensorFlow's fastest, per task; verdicts in the study's
     one Benjamini-Hochberg family; the report lays the rows out without testing anything."""
-    from driver import split, verdicts
+    from driver.report import split
+    from driver.stats import verdicts
 
     root = tmp_path / "cells"
     files = [

@@ -1,10 +1,10 @@
-"""Allocation of extra processes (driver/allocation.py) and twin cells, on synthetic cell files:
+"""Allocation of extra processes (driver/tables/allocation.py) and twin cells, on synthetic cell files:
 settled comparisons get no more processes, open ones do, within the budget."""
 import pytest
 from test_aggregate import write_processes
 
-from driver import allocation
-from driver import tabulate as tab
+from driver.tables import aggregate as tab
+from driver.tables import allocation
 
 
 def study(tmp_path):

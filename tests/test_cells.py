@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver import envspec
+from driver.study import envspec
 from tfspeed import cells, models
 
 REPO = Path(__file__).resolve().parent.parent

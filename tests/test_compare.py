@@ -1,4 +1,4 @@
-"""driver/compare.py: the seed's % with both sign conventions, pooling repeats descriptively
+"""driver/stats/pooled.py: the seed's % with both sign conventions, pooling repeats descriptively
 (verdicts: test_verdicts.py)."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from driver import compare
+from driver.stats import pooled as compare
 from tfspeed import stats
 
 # --- the seed's % -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from helpers import REPO
 
-from driver import envspec
+from driver.study import envspec
 
 TINY = """name: tiny
 dependencies:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_aggregate import run, write_cell, write_processes
 
-from driver import spikes
+from driver.stats import spikes
 from tfspeed.cells import task
 
 
@@ -136,7 +136,7 @@ def test_spike_columns_in_cells_csv(tmp_path):
 
 
 def test_the_questions_training_claims_ignore_inference_rows(study):
-    from driver import claims
+    from driver.report import claims
 
     judged = {c["claim"]: c for c in claims.claims(study)}
     gve = study["graph_vs_eager"]

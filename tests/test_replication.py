@@ -1,5 +1,5 @@
 """Replication end to end with real cells: rounds of processes, twin cells for A/A calibration
-and an extra round planned by the checkpoint plan_round (driver/allocation.py)."""
+and an extra round planned by the checkpoint plan_round (driver/tables/allocation.py)."""
 import json
 
 import pandas as pd

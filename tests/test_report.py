@@ -1,4 +1,4 @@
-"""The report (scripts/driver/render.py and the views it runs, report/template.html.j2) and
+"""The report (scripts/driver/report/render.py and the views it runs, report/template.html.j2) and
 `make publish` (scripts/publish.py).
 
 The report is rendered from a synthetic study written to tmp_path (cells.csv, the comparison
@@ -30,11 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
 import publish  # noqa: E402
 
-from driver import claims as report_claims  # noqa: E402
-from driver import figures, ordering  # noqa: E402
-from driver import render as report  # noqa: E402
-from driver import tabulate as tab  # noqa: E402
-from driver.tables import NAMES  # noqa: E402
+from driver.report import claims as report_claims  # noqa: E402
+from driver.report import figures  # noqa: E402
+from driver.report import render as report  # noqa: E402
+from driver.tables import aggregate as tab  # noqa: E402
+from driver.tables import ordering  # noqa: E402
+from driver.tables.registry import NAMES  # noqa: E402
 
 TEMPLATE = REPO / "report" / "template.html.j2"
 XSS = "<script>alert(1)</script>"

@@ -18,7 +18,12 @@ import pandas as pd
 import pytest
 from test_report import REPO, SECTION_IDS, aggregate, browser, needs_chromium, report, synthetic_study
 
-from driver import answer, coverage, seedcheck, split  # noqa: E402
+from driver.report import (
+    answer,  # noqa: E402
+    coverage,  # noqa: E402
+    split,  # noqa: E402
+)
+from driver.report import source_claims as seedcheck  # noqa: E402
 
 SHOTS = REPO / "build" / "report-test"
 FIXTURE_CELLS = REPO / "tests" / "fixtures" / "cells"
@@ -46,7 +51,7 @@ def quick_fixture(tmp_path_factory):
 
 
 def _tables(kwargs):
-    from driver import bundle
+    from driver.tables import bundle
 
     return bundle.read_tables(kwargs["tables"]), bundle.read_table(kwargs["cells_csv"])
 

@@ -1,4 +1,4 @@
-"""Process-level estimates and verdicts on synthetic data with known answers (driver/verdicts.py).
+"""Process-level estimates and verdicts on synthetic data with known answers (driver/stats/verdicts.py).
 
 Each simulated process's median is the cell's true time times exp(N(0, between_sd)): what fresh
 processes of one cell look like on a shared machine (between_sd 0.12 is this project's measured
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from driver import verdicts as v
+from driver.stats import verdicts as v
 
 RNG = np.random.default_rng(20261122)
 

@@ -1,7 +1,7 @@
 """What a cell is: its axes, which combinations can exist, and its id.
 
 The Snakemake side (rules/common.smk) enumerates cells with `expand_grid`; the runner reads the same
-axes back. Where cell files live is the driver's business (driver/layout.py). Standard library only.
+axes back. Where cell files live is the driver's business (driver/study/layout.py). Standard library only.
 """
 from .models import DATA, FAULT_MODELS, INFER_APIS, MODELS, output_length_ok
 from .versions import version_tuple

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from driver.fmt import num, records, text, version_key
+from driver.report.fmt import num, records, text, version_key
 
 SELFBENCH_GOALS = {
     "overhead_rel": ("harness overhead per sample, as a share of the small cell's median step",

@@ -1,5 +1,5 @@
 """The source study's BENCHMARKS tables in its own layout for the report: the workbook's seed_view
-(driver.seedview) cut into its blocks, one per Keras flavour, API, input and device (the seed's
+(driver.tables.source_layout) cut into its blocks, one per Keras flavour, API, input and device (the seed's
 blocks), rows model x data, columns ms per step of the reference env and one TF 2 env in Graph
 and Eager, then TF2 vs TF1 % and GvE %. Each block shows only the columns it has values in; a
 block's note (a flavour without a TF 1 counterpart) goes under its caption."""
@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from driver.fmt import cell, fmt_pct, num, records, text
-from driver.seedview import BLOCK, NOTE, VERDICT_PREFIX, seed_view
+from driver.report.fmt import cell, fmt_pct, num, records, text
+from driver.tables.source_layout import BLOCK, NOTE, VERDICT_PREFIX, seed_view
 
 # How the report marks a % by its comparison's verdict: CSS class suffix, text suffix.
 VERDICT_MARK = {"left_faster": ("", ""), "right_faster": ("", ""),

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import jsonschema
 
-from driver import layout
+from driver.study import layout
 from tfspeed.atomic import write_json
 from tfspeed.cells import APIS, AXES, DEVICES, INPUTS, KERAS, MODES, cell_id
 
 SCHEMA_VERSION = 2
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "cell.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "cell.schema.json"
 # The values each axis may take: tfspeed.cells is the one place that says (the schema checks the
 # shape only, so that a new mode or API needs no schema change).
 AXIS_VALUES = {"keras": KERAS, "mode": MODES, "api": APIS, "input": INPUTS, "device": DEVICES}

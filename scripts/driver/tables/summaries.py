@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from driver.ordering import AXIS_ORDER, sort_rows
+from driver.tables.ordering import AXIS_ORDER, sort_rows
 from tfspeed.cells import task
 
 VERSION_INDEX = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]

@@ -11,11 +11,11 @@ import pandas as pd
 import yaml
 from xlsxwriter.utility import xl_col_to_name
 
-from driver.ordering import env_order
-from driver.pooling import first
-from driver.seedview import BLOCK, SEED_INDEX, VERDICT_PREFIX
-from driver.summaries import VERSION_INDEX
-from driver.tables import EXTRA_SHEETS, NAMES, REGISTRY
+from driver.tables.ordering import env_order
+from driver.tables.pooling import first
+from driver.tables.registry import EXTRA_SHEETS, NAMES, REGISTRY
+from driver.tables.source_layout import BLOCK, SEED_INDEX, VERDICT_PREFIX
+from driver.tables.summaries import VERSION_INDEX
 
 ABOUT_WIDTH = 110
 SHEET_ORDER = ["about", "seed_view", *NAMES, "cells"]

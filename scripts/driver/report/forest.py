@@ -9,9 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from driver.figures import fig_svg, plain_log_axis
-from driver.fmt import col, ncol, records, text
-from driver.ordering import AXIS_ORDER
+from driver.report.figures import fig_svg, plain_log_axis
+from driver.report.fmt import col, ncol, records, text
+from driver.tables.ordering import AXIS_ORDER
 
 VERDICT_STYLE = {  # colour, marker, legend text (from TF 2's side: left = TF 2)
     "right_faster": ("#a12622", "o", "TF 2 slower"),

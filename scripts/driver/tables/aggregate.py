@@ -1,10 +1,10 @@
 """Aggregation: all cell files -> results/tables/*.csv (the tidy table of cells, the comparison
 and summary tables of the registry), the report's bundle beside them, and results/study.xlsx.
 
-1. Reads every cell file through driver/record.py (validated; a bad file stops the rule with an
+1. Reads every cell file through driver/study/record.py (validated; a bad file stops the rule with an
    error naming it: a silently dropped cell would make a table lie by omission).
-2. Pools the repeats of each cell (driver/pooling.py): one row per (machine, env, cell).
-3. Pairs ok cells that differ in one factor (driver/comparisons.py) and builds the summaries.
+2. Pools the repeats of each cell (driver/tables/pooling.py): one row per (machine, env, cell).
+3. Pairs ok cells that differ in one factor (driver/tables/comparisons.py) and builds the summaries.
 4. Writes the CSVs (seconds, as measured), processes.json and facts.json for the report, and the
    workbook for people (milliseconds, formatted).
 """
@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from driver import bundle, facts, record
-from driver.allocation import stop_reasons
-from driver.comparisons import build_tables
-from driver.ordering import env_order
-from driver.pooling import apply_machine_peaks, pool_cells
-from driver.seedview import seed_view
-from driver.tables import NAMES
-from driver.workbook import about_frame, workbook_sheets, write_workbook
+from driver.study import record
+from driver.tables import bundle, facts
+from driver.tables.allocation import stop_reasons
+from driver.tables.comparisons import build_tables
+from driver.tables.ordering import env_order
+from driver.tables.pooling import apply_machine_peaks, pool_cells
+from driver.tables.registry import NAMES
+from driver.tables.source_layout import seed_view
+from driver.tables.workbook import about_frame, workbook_sheets, write_workbook
 
 log = logging.getLogger("tfspeed.aggregate")
 

@@ -5,9 +5,9 @@ import re
 
 import pandas as pd
 
-from driver.answer import like_for_like, row_kind
-from driver.fmt import col, is_true, ncol, num, records, text
-from driver.tables import COMPARISONS
+from driver.report.answer import like_for_like, row_kind
+from driver.report.fmt import col, is_true, ncol, num, records, text
+from driver.tables.registry import COMPARISONS
 from tfspeed.cells import APIS, task
 
 

@@ -1,13 +1,14 @@
 """From cell files to one row per cell: repeats (separate processes) pooled, the machine's
 attainable FLOP/s applied. `CELL_COLUMNS` is the column list of results/tables/cells.csv (its types:
-driver/bundle.py)."""
+driver/tables/bundle.py)."""
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from driver import compare, drift, spikes, verdicts
-from driver.ordering import env_order, sort_rows
+from driver.stats import drift, spikes, verdicts
+from driver.stats import pooled as compare
+from driver.tables.ordering import env_order, sort_rows
 from tfspeed.cells import AXES, task
 
 CELL_COLUMNS = [
@@ -85,9 +86,9 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
     (verdicts.cell_estimate; no CI with one process). n_samples, mean_s, sd_s, iqr_s, min_s,
     max_s describe all samples pooled. between_sd: sd of the processes' log medians (about their
     relative spread); within_ci_rel: the median process's own CI half-width over its median.
-    noisy: between_sd above the threshold; drift: any process drifts (driver/drift.py).
+    noisy: between_sd above the threshold; drift: any process drifts (driver/stats/drift.py).
     task: train, infer or micro (tfspeed.cells.task). p95_over_median, p99_over_median,
-    max_over_median, spikes, spike_factor: the tail of the samples (driver/spikes.py).
+    max_over_median, spikes, spike_factor: the tail of the samples (driver/stats/spikes.py).
 
     Status: ok when at least one repeat is ok (the reason then says how many repeats were not and
     why); otherwise failed when any repeat failed, else skipped. `retraces` is the largest count of
@@ -134,7 +135,7 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
         if oks:
             pooled = compare.pooled_summary([r["samples_s"] for r in oks], level=level,
                                             noisy_threshold=noisy_threshold)
-            # The cell's estimate and CI from its processes (driver/verdicts.py): the samples of
+            # The cell's estimate and CI from its processes (driver/stats/verdicts.py): the samples of
             # one process are not independent evidence about the cell.
             est = verdicts.cell_estimate(pooled["per_process_medians"], level)
             logs[(machine, env, cid)] = verdicts.log_medians(pooled["per_process_medians"])

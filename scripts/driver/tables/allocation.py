@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from driver import layout
-from driver.tables import COMPARISONS
+from driver.study import layout
+from driver.tables.registry import COMPARISONS
 
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
 

@@ -108,7 +108,7 @@ def paired(left_logs: np.ndarray, right_logs: np.ndarray, level: float = 0.95) -
 
 def seed_pct(left_s: float, right_s: float) -> float:
     """The source study's %: (1 - longer/shorter) * 100 in magnitude, + when left is faster."""
-    from driver.compare import seed_pct as pct
+    from driver.stats.pooled import seed_pct as pct
 
     return pct(left_s, right_s)
 

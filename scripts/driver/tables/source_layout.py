@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver.layout import is_twin
-from driver.ordering import sort_rows
-from driver.summaries import MODE_TEXT
-from driver.verdicts import INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.stats.verdicts import INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.study.layout import is_twin
+from driver.tables.ordering import sort_rows
+from driver.tables.summaries import MODE_TEXT
 
 SEED_INDEX = ["machine", "device", "keras", "api", "input", "model", "data"]
 BLOCK = SEED_INDEX[:5]  # a block: one configuration; its rows: model x data

@@ -1,15 +1,17 @@
 """The comparison tables: pairs of ok cells that differ in one factor, each compared at the
-process level (driver/verdicts.py): the source study's `%` beside the ratio of cell estimates with
+process level (driver/stats/verdicts.py): the source study's `%` beside the ratio of cell estimates with
 its Welch CI, the p-value, the study-wide Benjamini-Hochberg adjusted p-value and a verdict."""
 import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver import compare, layout, verdicts
-from driver.ordering import SORT_ORDER, env_order, sort_rows
-from driver.summaries import guidance_table, versions_table
-from driver.tables import COMPARISONS, FACTOR_TABLES, NAMES
+from driver.stats import pooled as compare
+from driver.stats import verdicts
+from driver.study import layout
+from driver.tables.ordering import SORT_ORDER, env_order, sort_rows
+from driver.tables.registry import COMPARISONS, FACTOR_TABLES, NAMES
+from driver.tables.summaries import guidance_table, versions_table
 from tfspeed.cells import AXES, task
 from tfspeed.versions import version_tuple
 

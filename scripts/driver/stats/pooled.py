@@ -1,7 +1,7 @@
 """The source study's `%` and the descriptive pooling of one cell's processes (driver side).
 
 Verdicts are not made here: a comparison's CI and p-value come from the processes
-(driver/verdicts.py), never from the samples of one process.
+(driver/stats/verdicts.py), never from the samples of one process.
 """
 
 import math

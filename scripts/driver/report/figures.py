@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from driver.fmt import col, ncol, num, text  # noqa: E402
+from driver.report.fmt import col, ncol, num, text  # noqa: E402
 
 log = logging.getLogger("tfspeed.report")
 

@@ -1,4 +1,4 @@
-"""The comparison tables as the report shows them: every registered comparison (driver/tables.py,
+"""The comparison tables as the report shows them: every registered comparison (driver/tables/registry.py,
 so a table added there appears here), its rows split by what they change. Rows that change one
 factor come first; rows whose sides also use different Keras flavours, and the matmul micro-case
 (whose `numpy` mode runs no TensorFlow), get their own tables. The aggregation's CSVs keep every
@@ -9,10 +9,10 @@ against TensorFlow's fastest, as aggregation compared them (in the study's one B
 family); the report only lays the rows out."""
 import pandas as pd
 
-from driver.answer import norm_verdict, row_kind
-from driver.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
-from driver.tables import BY_NAME, COMPARISONS
-from driver.views import comparison_view
+from driver.report.answer import norm_verdict, row_kind
+from driver.report.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
+from driver.report.views import comparison_view
+from driver.tables.registry import BY_NAME, COMPARISONS
 
 # Shown by best_vs_best, above the one-factor tables.
 SHOWN_APART = ("frameworks_best",)
@@ -76,7 +76,7 @@ def _label(r: dict, side: str) -> str:
 
 def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
     """The `frameworks_best` table as the report shows it: who wins, by how much. Every figure
-    and verdict comes from aggregation (driver/comparisons.py); nothing is tested here."""
+    and verdict comes from aggregation (driver/tables/comparisons.py); nothing is tested here."""
     columns = [{"label": c, "num": n} for c, n in (
         ("model · data · device · task", False), ("framework", False), ("its best cell", False),
         ("ms", True), ("TF's best cell", False), ("TF ms", True), ("ratio [CI]", True),

@@ -1,5 +1,5 @@
 """The seed's DO / DON'T list checked line by line, and this machine's own rules, both from the
-one-factor comparison tables' verdicts (driver/verdicts.py), never from cell files.
+one-factor comparison tables' verdicts (driver/stats/verdicts.py), never from cell files.
 
 A seed line names a configuration ("fit() + numpy + tf.keras + TF1/TF2 + Eager"). Its one-factor
 neighbours are the rows of graph_vs_eager, fit_vs_train_on_batch, numpy_vs_tfdata and
@@ -13,8 +13,8 @@ import math
 
 import pandas as pd
 
-from driver.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
-from driver.fmt import num, records, text
+from driver.report.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
+from driver.report.fmt import num, records, text
 
 NEIGHBOUR_TABLES = {"graph_vs_eager": "mode", "fit_vs_train_on_batch": "api",
                     "numpy_vs_tfdata": "input", "keras_vs_tfkeras": "keras"}

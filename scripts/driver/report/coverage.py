@@ -4,7 +4,7 @@ from collections import Counter
 
 import pandas as pd
 
-from driver.fmt import col, records, text, version_key
+from driver.report.fmt import col, records, text, version_key
 from tfspeed import cells as tfcells
 from tfspeed import models as tfmodels
 

@@ -1,5 +1,5 @@
 """The report, rendered from what aggregation wrote and nothing else: the typed tables
-(driver/bundle.py) and the processes' samples and facts beside them (driver/facts.py). It never
+(driver/tables/bundle.py) and the processes' samples and facts beside them (driver/tables/facts.py). It never
 opens a cell file.
 
 What the page promises, and how it is kept:
@@ -22,13 +22,16 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from driver import answer, bundle, facts, ordering, sections, seedcheck, seedtable, split, views
-from driver.claims import claims, guidance_view
-from driver.coverage import coverage
-from driver.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, time_figures
-from driver.fmt import col, is_true, num, text
-from driver.forest import forest_svg, history_panels
-from driver.tables import COMPARISONS
+from driver.report import answer, sections, split, views
+from driver.report import source_claims as seedcheck
+from driver.report import source_table as seedtable
+from driver.report.claims import claims, guidance_view
+from driver.report.coverage import coverage
+from driver.report.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, time_figures
+from driver.report.fmt import col, is_true, num, text
+from driver.report.forest import forest_svg, history_panels
+from driver.tables import bundle, facts, ordering
+from driver.tables.registry import COMPARISONS
 from tfspeed.atomic import write_text
 
 log = logging.getLogger("tfspeed.report")

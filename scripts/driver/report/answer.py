@@ -4,7 +4,7 @@ tf2_vs_tf1 table's verdicts, and the rows of the forest plot behind them.
 Which rows answer "is TF 2 slower than TF 1": the like-for-like ones. A row whose sides use
 different Keras flavours (Keras 3 vs TF 1's tf.keras) or that is the matmul micro-case (where the
 `numpy` mode runs no TensorFlow at all) changes more than the TF version; those rows are shown in
-their own tables (driver/split.py) and never counted here. From TF 2.16 on, tf.keras is Keras 3
+their own tables (driver/report/split.py) and never counted here. From TF 2.16 on, tf.keras is Keras 3
 and the Keras 2 it used to be ships as the `tf_keras` package: tf_keras vs TF 1's tf.keras is the
 nearest like-for-like row those versions have, so it is counted, and the sentence says so.
 """
@@ -12,11 +12,11 @@ import math
 
 import pandas as pd
 
-from driver.fmt import col, ncol, num, records, text, version_key
-from driver.ordering import AXIS_ORDER
-from driver.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.report.fmt import col, ncol, num, records, text, version_key
+from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.tables.ordering import AXIS_ORDER
 
-# the verdict names have one owner, driver/verdicts.py; short names for this module and seedcheck
+# the verdict names have one owner, driver/stats/verdicts.py; short names for this module and seedcheck
 LEFT, RIGHT, EQUIV, INCONCL = LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIVE
 
 # A like-for-like TF2 row's Keras, best first: which row of a version speaks for it.

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from driver.fmt import num, text, version_key
+from driver.report.fmt import num, text, version_key
 from tfspeed.cells import AXES
 
 

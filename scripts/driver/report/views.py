@@ -7,14 +7,14 @@ import re
 import numpy as np
 import pandas as pd
 
-from driver.figures import (
+from driver.report.figures import (
     COMPUTE_BOUND,
     MAX_PLOT_POINTS,
     OVERHEAD_BOUND,
     achieved_flops,
     stability_grid,
 )
-from driver.fmt import (
+from driver.report.fmt import (
     cell,
     col,
     config_label,
@@ -30,7 +30,7 @@ from driver.fmt import (
     text,
     version_key,
 )
-from driver.tables import BY_NAME
+from driver.tables.registry import BY_NAME
 from tfspeed.cells import AXES
 
 # Columns that identify a cell or a side of a comparison (never numbers to format).

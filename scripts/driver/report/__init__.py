@@ -1,0 +1,1 @@
+"""The HTML report: rendered from what aggregation wrote (never from cell files)."""

@@ -1,0 +1,1 @@
+"""The study's plumbing: where files go, the cell record, env specs, provenance, locks, rule logs."""
