@@ -1,0 +1,81 @@
+"""Does a GPU build see the GPU? After an env is built, on a machine where nvidia-smi lists a GPU,
+the framework is asked in the env's own Python how many GPUs it sees; none fails the build with the
+reason and what to do (a pip-only build of TF before 2.14 finds no CUDA: tensorflow[and-cuda] exists
+from 2.14; older TF needs conda's cudatoolkit/cudnn or a system CUDA). Where no GPU is listed the
+check is skipped and says so.
+"""
+import shutil
+import subprocess
+
+from tfspeed.versions import version_tuple
+
+# How many GPUs the framework sees, asked in the env's own Python (TF 1.14+ has list_physical_devices
+# under tf.config.experimental; TF 2.1+ also under tf.config).
+GPU_QUERY = {
+    "tensorflow": "import tensorflow as tf; c = tf.config; f = getattr(c, 'list_physical_devices', None) "
+                  "or c.experimental.list_physical_devices; print(len(f('GPU')))",
+    "torch": "import torch; print(torch.cuda.device_count())",
+    "jax": "import jax; print(sum(d.platform == 'gpu' for d in jax.devices()))",
+}
+
+
+def machine_gpus(run=subprocess.run):
+    """The GPUs `nvidia-smi -L` lists ('GPU 0: NVIDIA H100 (UUID: ...)'); [] without nvidia-smi."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        out = run([exe, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines()
+            if line.startswith("GPU ")] if out.returncode == 0 else []
+
+
+def framework_gpus(python, framework, run=subprocess.run):
+    """(count, detail): how many GPUs the env's framework sees; count None when the query failed."""
+    query = GPU_QUERY.get(framework)
+    if not query:
+        return None, "no GPU query for framework %r" % framework
+    try:
+        out = run([python, "-c", query], capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, str(exc)
+    last = out.stdout.strip().splitlines()[-1:] or [""]
+    if out.returncode != 0 or not last[0].isdigit():
+        return None, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+    return int(last[0]), ""
+
+
+def gpu_hint(manifest):
+    """Why a GPU build may not see the GPU, by framework and version."""
+    version = version_tuple(manifest.get("framework_version") or "0")
+    if manifest.get("framework") == "tensorflow" and version < (2, 14):
+        return ("TF before 2.14 finds CUDA and cuDNN only outside pip (no tensorflow[and-cuda] "
+                "extra; TF 1.15 needs CUDA 10.0, which no PyPI wheel provides): build it with "
+                "`snakemake --sdm conda` (the env file's cudatoolkit/cudnn) or install that CUDA "
+                "on the system")
+    if manifest.get("framework") == "tensorflow":
+        return ("pin tensorflow[and-cuda] (CUDA and cuDNN as nvidia-* wheels) and check that the "
+                "driver (nvidia-smi) supports their CUDA version")
+    return "check that the framework is its CUDA build and that the driver supports its CUDA"
+
+
+def gpu_check(manifest, listed=machine_gpus, seen=framework_gpus):
+    """(ok, what): a GPU build on a machine whose nvidia-smi lists a GPU must see one; when it does
+    not, ok is False and `what` is the reason the build fails with (a GPU study would otherwise
+    time CPU cells and skip every gpu cell). `listed` and `seen` are the two queries (nvidia-smi
+    and the framework's own), arguments so that a test can stand in for a GPU."""
+    if manifest.get("build") != "gpu":
+        return True, "not a GPU build"
+    gpus = listed()
+    if not gpus:
+        return True, "not checked: nvidia-smi lists no GPU on this machine"
+    count, detail = seen(manifest["python_executable"], manifest["framework"])
+    if not count:
+        return False, ("%s is a GPU build and this machine has a GPU (%s), but %s %s sees none%s; %s"
+                       % (manifest["name"], gpus[0], manifest["framework"],
+                          manifest["framework_version"],
+                          " (its GPU query failed: %s)" % detail if count is None else "",
+                          gpu_hint(manifest)))
+    return True, "%s sees %d GPU(s); nvidia-smi lists %d" % (manifest["framework"], count, len(gpus))
