@@ -67,7 +67,6 @@ def run(cell, rule_dict, framework, foreign_max_share):
     announce(WINDOW_END)
     threads = threads_used(prepared)  # still inside the framework's steady state
     loss_last = prepared.step()
-    share = cpu["foreign_cpu_share"]
     out.update({
         "samples_s": samples, "stopped_by": stopped_by, "timed_wall_s": wall,
         "too_few_samples": too_few is not None, "too_few_reason": too_few,
@@ -80,7 +79,8 @@ def run(cell, rule_dict, framework, foreign_max_share):
         "summary": stats.summarize(samples, level=rule.level),
         "framework_facts": prepared.facts, "threads": threads, "cpu_window": cpu,
         "foreign_cpu_max_share": foreign_max_share,
-        "foreign_cpu_flag": None if share is None else bool(share > foreign_max_share),
+        # beyond the threshold by more than the tick counts' resolution (tfspeed.machine)
+        "foreign_cpu_flag": machine.foreign_flag(cpu, foreign_max_share),
     })
     return out
 

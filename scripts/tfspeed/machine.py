@@ -7,9 +7,18 @@ is already inside user) over the timed window, minus the CPU time of this cell's
 competed with it: the orchestrator, a build, another tenant's process in this VM. Steal time (the
 hypervisor running other VMs) is kept apart: it slows the cell too, but nothing here can stop it.
 
+Resolution: both figures are counted in clock ticks (10 ms at 100 Hz). The machine's busy time is
+tick-sampled (each tick charges a whole tick to whatever the CPU runs then), so for a CPU busy a
+fraction p of a window of N ticks the count scatters like Binomial(N, p): over 0.5 s on 2 CPUs a
+quiet machine reads about +-0.1 core of "foreign" CPU that is only sampling. Each counter read at
+both window edges also truncates (variance 1/6 tick^2 per counter). `foreign_resolution_share` is
+the one-sided 99 % bound of that error, in cores; a cell is flagged only when its foreign CPU lies
+beyond the threshold by more than that (`foreign_flag`).
+
 Threads: what each library actually uses, read from the library, not from the environment.
 """
 import ctypes
+import math
 import os
 
 # Lines the cell prints around its timed window, so the supervisor can meter the orchestrator's CPU
@@ -18,6 +27,34 @@ WINDOW_START = "[tfspeed] timed window: start"
 WINDOW_END = "[tfspeed] timed window: end"
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# One-sided 99 % normal quantile: a quiet machine's cell is flagged about once in 100 processes.
+RESOLUTION_Z = 2.326
+# Fields summed from /proc/stat's cpu line (user, nice, system, irq, softirq), each truncated.
+_MACHINE_COUNTERS = 5
+
+
+def foreign_resolution_share(wall_s, busy_cores, ncpu, own_processes, hz=_HZ, z=RESOLUTION_Z):
+    """The smallest foreign CPU (in cores) that the two tick counts can tell from zero over a window
+    of `wall_s` seconds in which the machine's `ncpu` CPUs were busy `busy_cores` on average and the
+    cell's group had `own_processes` processes (two truncated counters each: utime, stime).
+
+    Sampling: sum over CPUs of N p_c (1 - p_c) ticks^2 is at most ncpu N p (1 - p) at the mean p
+    (concavity), so the bound holds however the load is spread over the CPUs."""
+    if not wall_s or wall_s <= 0 or not ncpu:
+        return None
+    ticks = wall_s * hz
+    p = min(1.0, max(0.0, busy_cores / float(ncpu)))
+    variance = ncpu * ticks * p * (1.0 - p) + (_MACHINE_COUNTERS + 2 * own_processes) / 6.0
+    return z * math.sqrt(variance) / hz / wall_s
+
+
+def foreign_flag(cpu, max_share):
+    """True when the window's foreign CPU exceeds `max_share` by more than its resolution; None
+    where it could not be measured."""
+    share = cpu.get("foreign_cpu_share")
+    if share is None:
+        return None
+    return bool(share > max_share + (cpu.get("foreign_cpu_resolution_share") or 0.0))
 
 
 def _proc_stat_cpu():
@@ -35,8 +72,8 @@ def _proc_stat_cpu():
 
 
 def _group_cpu_s(pgid):
-    """CPU seconds (user + system, all threads) of every process in process group `pgid`."""
-    total = 0
+    """(CPU seconds (user + system, all threads), processes) of process group `pgid`."""
+    total = count = 0
     try:
         pids = os.listdir("/proc")
     except OSError:
@@ -51,7 +88,8 @@ def _group_cpu_s(pgid):
             continue
         if int(fields[2]) == pgid:  # field 5: process group
             total += int(fields[11]) + int(fields[12])  # fields 14, 15: utime, stime
-    return total / float(_HZ)
+            count += 1
+    return total / float(_HZ), count
 
 
 class CpuWindow(object):
@@ -74,15 +112,19 @@ class CpuWindow(object):
         (m0, own0, t0), (m1, own1, t1) = self._begin, self._snapshot()
         wall = max(t1 - t0, 1e-9)
         out = {"window_start_unix": t0, "window_end_unix": t1, "foreign_cpu_s": None,
-               "foreign_cpu_share": None, "own_cpu_s": None, "steal_cpu_s": None}
+               "foreign_cpu_share": None, "own_cpu_s": None, "steal_cpu_s": None,
+               "foreign_cpu_resolution_share": None, "clock_ticks_per_s": _HZ}
         if m0 is None or m1 is None or own0 is None or own1 is None:
             return out
-        own = own1 - own0
-        # Tick counters are coarse (10 ms): a tiny negative remainder is rounding, not negative
-        # load.
-        foreign = max(0.0, (m1[0] - m0[0]) - own)
+        own = own1[0] - own0[0]
+        busy = m1[0] - m0[0]
+        # Tick counters are coarse (10 ms): a negative remainder is sampling, not negative load.
+        foreign = max(0.0, busy - own)
+        resolution = foreign_resolution_share(wall, busy / wall, os.cpu_count() or 1,
+                                              max(own0[1], own1[1]))
         out.update(own_cpu_s=own, foreign_cpu_s=foreign, foreign_cpu_share=foreign / wall,
-                   steal_cpu_s=m1[1] - m0[1], own_cpu_share=own / wall)
+                   steal_cpu_s=m1[1] - m0[1], own_cpu_share=own / wall,
+                   foreign_cpu_resolution_share=resolution)
         return out
 
 
