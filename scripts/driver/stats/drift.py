@@ -1,6 +1,6 @@
 """Drift within one process, with a test that allows for autocorrelation.
 
-Successive step times are autocorrelated (lag-1 median 0.53 here: clocks, caches, the allocator),
+Successive step times are autocorrelated (clocks, caches, the allocator),
 which makes a Mann-Kendall test on the raw samples call trends that are not there. The samples are
 cut into `blocks` consecutive blocks and the test runs on the block medians: blocks hundreds of
 samples long are far longer than the correlation, so the block medians are close to independent,
