@@ -3,7 +3,11 @@
 A layer is a tuple: ("conv1d", filters, kernel, strides, padding), ("gap",), ("dropout", rate),
 ("dense", units, activation), ("flatten",), ("bilstm", units), ("lstm", units), ("conv2d", filters,
 kernel, activation) (valid padding, stride 1), ("maxpool2d", size). Conv1D layers have no
-activation, as in the seed. Standard library only: the Snakemake side imports this too.
+activation, as in the seed. Beyond the seed (a user's own model, config `models`; see
+docs/reference/models.md and LAYERS): ("embedding", vocabulary, dim) on integer token data, ("gru",
+units), ("batchnorm",), ("layernorm",), ("mha", heads, key_dim) (self-attention),
+("encoder", heads, key_dim, ff_units) (a post-norm transformer encoder block) and ("conv3d",
+filters, kernel, activation). Standard library only: the Snakemake side imports this too.
 """
 
 _MEDIUM_CONVS = [("conv1d", f, 20, 1, "valid") for f in (64, 128, 256, 256, 128, 64)]
@@ -71,6 +75,10 @@ DATA = {
     "scalar": (),
 }
 
+# What each data set's inputs are: "float" (random normal, the seed's) unless named here;
+# "tokens" are integer ids below the vocabulary of the model's Embedding layer.
+DATA_INPUT = {}
+
 # Models that take one data shape of their own (model -> data); the Conv1D models and the LSTM
 # take any sequence data (small, medium, large, tiny) their convolutions leave a length in.
 OWN_DATA = {"mlp": "mlp", "matmul": "matmul", "cnn2d": "mnist", "mlp784": "mnist784",
@@ -89,6 +97,38 @@ FAULT_MODELS = ("fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fau
                 "fault_xss")
 
 
+# Every layer kind a model description may hold: its arguments by name, in order (usermodels.py
+# checks a user's layers against these). The micro-cases' "matmul" and "xsquared" are not layers.
+LAYERS = {
+    "conv1d": ("filters", "kernel", "strides", "padding"),
+    "conv2d": ("filters", "kernel", "activation"),
+    "conv3d": ("filters", "kernel", "activation"),
+    "maxpool2d": ("size",),
+    "gap": (),
+    "flatten": (),
+    "dropout": ("rate",),
+    "dense": ("units", "activation"),
+    "lstm": ("units",),
+    "bilstm": ("units",),
+    "gru": ("units",),
+    "embedding": ("vocabulary", "dim"),
+    "batchnorm": (),
+    "layernorm": (),
+    "mha": ("heads", "key_dim"),
+    "encoder": ("heads", "key_dim", "ff_units"),
+}
+
+
+def attention_flops(batch, steps, dim, heads, key_dim):
+    """Self-attention as Keras' MultiHeadAttention(heads, key_dim) computes it: query, key and value
+    projections (dim -> heads x key_dim each), scores QK^T and their weighted sum of V (heads x
+    steps x steps x key_dim each), the output projection (heads x key_dim -> dim); 2 FLOPs per
+    multiply-add. The softmax and scaling are element-wise: left out."""
+    inner = heads * key_dim
+    return (3 * 2 * batch * steps * dim * inner + 2 * 2 * batch * heads * steps * steps * key_dim
+            + 2 * batch * steps * inner * dim)
+
+
 def _conv_out(length, kernel, strides, padding):
     if padding == "same":
         return -(-length // strides)
@@ -96,7 +136,12 @@ def _conv_out(length, kernel, strides, padding):
 
 
 def output_length_ok(model, data):
-    """False where the model cannot take the data (seed 000 leaves out large model x small data)."""
+    """False where the model cannot take the data (seed 000 leaves out large model x small data).
+    A user's model or data (usermodels.py): False where the layers cannot take the data's shape."""
+    from . import usermodels
+
+    if usermodels.is_user(model, data):
+        return usermodels.pair_error(model, data) is None
     if model in OWN_DATA or data in OWN_DATA.values():
         return OWN_DATA.get(model) == data
     if model not in MODELS or data not in DATA:
@@ -112,12 +157,16 @@ def output_length_ok(model, data):
 
 def layer_flops(model, data):
     """[(kind, flops)] of one forward pass over one batch: multiply-adds x 2 of each Conv1D,
-    Conv2D, Dense and LSTM layer. Element-wise ops (bias, activations, pooling, the optimizer) are
-    left out: they are O(parameters) or O(activations), small next to the products here."""
+    Conv2D, Conv3D, Dense, LSTM, GRU, attention and encoder layer (an Embedding adds 0: a look-up,
+    listed because it holds weights; see train_flops). Element-wise ops (bias, activations,
+    pooling, normalisation, the optimizer) are left out: they are O(parameters) or
+    O(activations), small next to the products here."""
     shape = DATA[data]
     batch = shape[0]
     # spatial sizes (none for flat features, one for sequences, two for images), then channels
     spatial, channels = list(shape[1:-1]), shape[-1]
+    if DATA_INPUT.get(data) == "tokens":  # (batch, steps) of ids: the Embedding adds channels
+        spatial, channels = list(shape[1:]), None
     out = []
     for layer in MODELS[model]:
         kind = layer[0]
@@ -153,6 +202,26 @@ def layer_flops(model, data):
             out.append((kind, directions * 2 * batch * spatial[0] * 4 * units
                         * (channels + units)))
             channels = units * directions
+        elif kind == "gru":  # 3 gates, each (input + recurrent) matmul per timestep
+            units = layer[1]
+            out.append((kind, 2 * batch * spatial[0] * 3 * units * (channels + units)))
+            channels = units
+        elif kind == "conv3d":
+            filters, kernel = layer[1], layer[2]
+            spatial = [s - kernel + 1 for s in spatial]
+            out.append((kind, 2 * batch * spatial[0] * spatial[1] * spatial[2] * kernel ** 3
+                        * channels * filters))
+            channels = filters
+        elif kind == "embedding":  # a table look-up: no products, but weights (see train_flops)
+            out.append((kind, 0))
+            channels = layer[2]
+        elif kind == "mha":
+            out.append((kind, attention_flops(batch, spatial[0], channels, layer[1], layer[2])))
+        elif kind == "encoder":  # attention, then the feed-forward pair dim -> ff_units -> dim
+            heads, key_dim, ff = layer[1:]
+            out.append((kind, attention_flops(batch, spatial[0], channels, heads, key_dim)
+                        + 2 * 2 * batch * spatial[0] * channels * ff))
+        # batchnorm, layernorm, dropout: element-wise, left out (see above)
     return out
 
 

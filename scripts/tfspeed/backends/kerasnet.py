@@ -5,7 +5,7 @@ each framework runs its own way) stays in tf.py / keras3.py.
 """
 import numpy as np
 
-from ..models import DATA, MODELS, TRAINING
+from ..models import DATA, DATA_INPUT, MODELS, TRAINING
 from . import Unsupported
 
 
@@ -14,7 +14,10 @@ def make_data(model, data, seed=0):
     randn would add a cast to every step that differs between frameworks)."""
     rng = np.random.RandomState(seed)
     shape = DATA[data]
-    x = rng.randn(*shape).astype("float32")
+    if DATA_INPUT.get(data) == "tokens":  # ids below the vocabulary of the first (Embedding) layer
+        x = rng.randint(0, MODELS[model][0][1], shape).astype("int32")
+    else:
+        x = rng.randn(*shape).astype("float32")
     loss = TRAINING[model][2]
     if loss == "mse":
         y = rng.randn(shape[0], 1).astype("float32")
@@ -25,16 +28,31 @@ def make_data(model, data, seed=0):
     return x, y
 
 
+def _layer(layers, name, spec, index):
+    """A Keras layer class, or Unsupported naming the layer where this Keras has none."""
+    cls = getattr(layers, name, None)
+    if cls is None:
+        raise Unsupported("layer %d (%s) needs keras.layers.%s, which this Keras does not have"
+                          % (index, spec[0], name))
+    return cls
+
+
 def build_model(K, model, data):
     layers = K.layers
-    ipt = layers.Input(batch_shape=DATA[data])
+    if DATA_INPUT.get(data) == "tokens":
+        ipt = layers.Input(batch_shape=DATA[data], dtype="int32")
+    else:
+        ipt = layers.Input(batch_shape=DATA[data])
     x = ipt
-    for spec in MODELS[model]:
+    for index, spec in enumerate(MODELS[model]):
         kind = spec[0]
-        if kind == "conv1d":
+        if kind in _NEW_LAYERS:
+            x = _NEW_LAYERS[kind](layers, spec, index, x)
+        elif kind == "conv1d":
             x = layers.Conv1D(spec[1], spec[2], strides=spec[3], padding=spec[4])(x)
         elif kind == "gap":
-            x = layers.GlobalAveragePooling1D()(x)
+            x = layers.GlobalAveragePooling1D()(x) if len(x.shape) == 3 else \
+                _gap(layers, spec, index, x)
         elif kind == "dropout":
             x = layers.Dropout(spec[1])(x)
         elif kind == "dense":
@@ -53,6 +71,41 @@ def build_model(K, model, data):
         else:
             raise ValueError("unknown layer kind %r" % kind)
     return K.models.Model(ipt, x)
+
+
+def _self_attention(layers, spec, index, x):
+    """Keras' MultiHeadAttention(heads, key_dim) on x as query, key and value."""
+    return _layer(layers, "MultiHeadAttention", spec, index)(spec[1], spec[2])(x, x)
+
+
+def _encoder(layers, spec, index, x):
+    """A post-norm transformer encoder block (Keras' text classification with Transformer
+    example, without dropout): x = LN(x + MHA(x, x)); x = LN(x + Dense(dim)(Dense(ff, relu)(x)))."""
+    norm = _layer(layers, "LayerNormalization", spec, index)
+    dim = int(x.shape[-1])
+    x = norm()(layers.Add()([x, _self_attention(layers, spec, index, x)]))
+    ff = layers.Dense(dim)(layers.Dense(spec[3], activation="relu")(x))
+    return norm()(layers.Add()([x, ff]))
+
+
+def _gap(layers, spec, index, x):
+    """Global average pooling over the steps, pixels or voxels, whatever the rank."""
+    name = {3: "GlobalAveragePooling1D", 4: "GlobalAveragePooling2D",
+            5: "GlobalAveragePooling3D"}[len(x.shape)]
+    return _layer(layers, name, spec, index)()(x)
+
+
+# The layers beyond the seed's (usermodels.py), each (layers, spec, index, x) -> x. A GRU is
+# Keras 2's and 3's reset_after=True (what cuDNN and PyTorch compute; Keras 2.2's default is False).
+_NEW_LAYERS = {
+    "embedding": lambda L, s, i, x: L.Embedding(s[1], s[2])(x),
+    "gru": lambda L, s, i, x: L.GRU(s[1], return_sequences=True, reset_after=True)(x),
+    "batchnorm": lambda L, s, i, x: L.BatchNormalization()(x),
+    "layernorm": lambda L, s, i, x: _layer(L, "LayerNormalization", s, i)()(x),
+    "mha": _self_attention,
+    "encoder": _encoder,
+    "conv3d": lambda L, s, i, x: L.Conv3D(s[1], s[2], activation=s[3])(x),
+}
 
 
 def make_optimizer(K, model, legacy=False):

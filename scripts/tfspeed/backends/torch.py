@@ -24,6 +24,8 @@ def prepare(cell, rule):
     model, data, mode, api = cell["model"], cell["data"], cell["mode"], cell["api"]
     x_np, y_np = make_data(model, data)
     x = torch.from_numpy(x_np).to(device)
+    if x_np.dtype.kind == "i":  # token ids (usermodels.py): torch's Embedding takes int64
+        x = x.long()
     y = torch.from_numpy(y_np).to(device)
     t0 = clock()
     net = build(torch, model, data).to(device)
@@ -41,7 +43,7 @@ def prepare(cell, rule):
         opt = torch.optim.Adam(params, lr=lr, eps=1e-7)  # Keras' default epsilon
     else:
         opt = torch.optim.SGD(params, lr=lr)
-    loss_fn = torch.nn.BCELoss() if loss_name == "binary_crossentropy" else torch.nn.MSELoss()
+    loss_fn = loss_function(torch, loss_name)
     net.train()
     if mode == "torchscript":
         forward = torch.jit.trace(net, x)
@@ -60,6 +62,20 @@ def prepare(cell, rule):
         return loss.item()  # a host value: the device has finished
 
     return Prepared(step=step, facts=facts)
+
+
+def loss_function(torch, name):
+    """Keras' loss on the model's output: binary cross-entropy on a sigmoid, MSE, and sparse
+    categorical cross-entropy on a softmax (Keras clips the probabilities to 1e-7 before the log;
+    the targets are class ids, as Keras takes them, in a (batch, 1) float array)."""
+    if name == "binary_crossentropy":
+        return torch.nn.BCELoss()
+    if name == "sparse_categorical_crossentropy":
+        def sparse_ce(out, y):
+            log = torch.log(out.clamp(1e-7, 1 - 1e-7))
+            return torch.nn.functional.nll_loss(log, y.reshape(-1).long())
+        return sparse_ce
+    return torch.nn.MSELoss()
 
 
 def inference_step(torch, net, mode, api, x):

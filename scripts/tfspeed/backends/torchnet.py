@@ -5,9 +5,13 @@ PyTorch's convolutions want channels first. The net transposes where a layer nee
 layout, and goes back to channels-last before Flatten so that the Dense layer after it sees the
 features in Keras' order. Conv1D uses TensorFlow's 'same' padding (PyTorch has it for stride 1
 only). The LSTMs are Keras' (activation relu, recurrent activation sigmoid, as the question's model
-asks), written out: torch.nn.LSTM offers tanh only.
+asks), written out: torch.nn.LSTM offers tanh only. Beyond the seed (usermodels.py): Embedding,
+GRU (torch.nn.GRU computes Keras' reset_after=True), batch and layer normalisation with Keras'
+epsilon and momentum, Keras' MultiHeadAttention and the encoder block written out, Conv3D.
 """
-from ..models import DATA, MODELS
+import math
+
+from ..models import DATA, DATA_INPUT, MODELS
 
 
 def build(torch, model, data):
@@ -37,6 +41,52 @@ def build(torch, model, data):
     class Mean(nn.Module):  # GlobalAveragePooling1D on channels-first data
         def forward(self, x):
             return x.mean(dim=2)
+
+    class MeanND(nn.Module):  # GlobalAveragePooling2D/3D on channels-first data
+        def forward(self, x):
+            return x.flatten(2).mean(dim=2)
+
+    class Sequences(nn.Module):  # torch.nn.GRU's output sequence, as Keras' return_sequences
+        def __init__(self, rnn):
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+
+    class SelfAttention(nn.Module):
+        """Keras' MultiHeadAttention(heads, key_dim)(x, x): per-head projections of dim to
+        key_dim, softmax(QK^T / sqrt(key_dim)) V, the heads' outputs projected back to dim."""
+
+        def __init__(self, dim, heads, key_dim):
+            super().__init__()
+            self.heads, self.key_dim = heads, key_dim
+            self.query, self.key, self.value = (nn.Linear(dim, heads * key_dim) for _ in range(3))
+            self.output = nn.Linear(heads * key_dim, dim)
+
+        def forward(self, x):
+            b, n = x.shape[0], x.shape[1]
+
+            def split(t):
+                return t.view(b, n, self.heads, self.key_dim).transpose(1, 2)
+
+            q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+            scores = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.key_dim), dim=-1)
+            return self.output((scores @ v).transpose(1, 2).reshape(b, n, -1))
+
+    class Encoder(nn.Module):
+        """kerasnet's encoder block: x = LN(x + MHA(x)); x = LN(x + W2 relu(W1 x))."""
+
+        def __init__(self, dim, heads, key_dim, ff):
+            super().__init__()
+            self.attention = SelfAttention(dim, heads, key_dim)
+            self.norm1 = nn.LayerNorm(dim, eps=1e-3)
+            self.ff1, self.ff2 = nn.Linear(dim, ff), nn.Linear(ff, dim)
+            self.norm2 = nn.LayerNorm(dim, eps=1e-3)
+
+        def forward(self, x):
+            x = self.norm1(x + self.attention(x))
+            return self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
 
     class ReluLSTM(nn.Module):
         """Keras' LSTM(units, activation='relu', return_sequences=True) on (batch, steps,
@@ -73,6 +123,8 @@ def build(torch, model, data):
 
     shape = DATA[data]
     spatial, channels = list(shape[1:-1]), shape[-1]
+    if DATA_INPUT.get(data) == "tokens":  # (batch, steps) of ids: the Embedding adds channels
+        spatial, channels = [], None
     last = True  # channels-last (Keras' layout) right now
     layers = []
 
@@ -85,6 +137,7 @@ def build(torch, model, data):
             layers.append(Permute(*order))
         last = channels_last
 
+    ACTIVATIONS = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
     for spec in MODELS[model]:
         kind = spec[0]
         if kind == "conv1d":
@@ -115,7 +168,7 @@ def build(torch, model, data):
             channels = spec[1] * directions
         elif kind == "gap":
             to(False)
-            layers.append(Mean())
+            layers.append(Mean() if len(spatial) == 1 else MeanND())
             spatial = []
         elif kind == "flatten":
             to(True)
@@ -125,11 +178,37 @@ def build(torch, model, data):
             spatial = []
         elif kind == "dropout":
             layers.append(nn.Dropout(spec[1]))
+        elif kind == "conv3d":
+            to(False)
+            layers.append(nn.Conv3d(channels, spec[1], spec[2]))
+            layers += [ACTIVATIONS[spec[3]]()] if spec[3] in ACTIVATIONS else []
+            spatial = [s - spec[2] + 1 for s in spatial]
+            channels = spec[1]
+        elif kind == "embedding":
+            layers.append(nn.Embedding(spec[1], spec[2]))
+            spatial, channels, last = [shape[1]], spec[2], True
+        elif kind == "gru":
+            to(True)
+            layers.append(Sequences(nn.GRU(channels, spec[1], batch_first=True)))
+            channels = spec[1]
+        elif kind == "batchnorm":  # Keras: axis -1, momentum 0.99, epsilon 1e-3
+            to(False)
+            norm = (nn.BatchNorm1d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)[len(spatial)]
+            layers.append(norm(channels, eps=1e-3, momentum=0.01))
+        elif kind == "layernorm":  # Keras: the last axis, epsilon 1e-3
+            to(True)
+            layers.append(nn.LayerNorm(channels, eps=1e-3))
+        elif kind == "mha":
+            to(True)
+            layers.append(SelfAttention(channels, spec[1], spec[2]))
+        elif kind == "encoder":
+            to(True)
+            layers.append(Encoder(channels, spec[1], spec[2], spec[3]))
         elif kind == "dense":
             to(True)
             layers.append(nn.Linear(channels, spec[1]))
             channels = spec[1]
-            act = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid}.get(spec[2])
+            act = ACTIVATIONS.get(spec[2])
             if spec[2] == "softmax":
                 layers.append(nn.Softmax(dim=-1))
             elif act is not None:

@@ -1,0 +1,247 @@
+"""A user's own models and data (config `models` and `data`): checked before any job, then
+registered into models.MODELS / TRAINING / DATA so that every backend builds them as it builds the
+seed's. docs/reference/models.md describes the form.
+
+The Snakemake side checks and registers them from config (rules/common.smk); the description of a
+cell's model travels with the cell (`spec`, see payload) to the supervisor and the cell process,
+which register it again (register_cell). Standard library only.
+"""
+from . import models
+
+ACTIVATIONS = (None, "relu", "sigmoid", "softmax", "tanh")
+LOSSES = {"binary_crossentropy": "binary", "sparse_categorical_crossentropy": "sparse",
+          "mse": "regression"}
+OPTIMIZERS = ("adam", "sgd")
+INPUT_KINDS = ("float", "tokens")
+# The rank of the input (batch left out) each layer takes: 2 = (steps, channels), 3 = an image
+# (height, width, channels), 4 = a volume; None = any rank.
+_RANK = {"conv1d": 2, "lstm": 2, "bilstm": 2, "gru": 2, "mha": 2, "encoder": 2, "conv2d": 3,
+         "maxpool2d": 3, "conv3d": 4}
+
+
+class ModelError(ValueError):
+    """A model or data description that cannot be built; `where` names the config key."""
+
+    def __init__(self, where, message):
+        super().__init__("%s: %s" % (where, message))
+        self.where, self.message = where, message
+
+
+def _positive_int(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_args(kind, args):
+    """The first thing wrong with one layer's arguments, or None."""
+    names = models.LAYERS[kind]
+    if len(args) != len(names):
+        return "takes %d argument%s (%s), got %d" % (
+            len(names), "" if len(names) == 1 else "s", ", ".join(names) or "none", len(args))
+    for name, value in zip(names, args):
+        if name == "padding":
+            if value not in ("same", "valid"):
+                return "padding must be same or valid, got %r" % (value,)
+        elif name == "activation":
+            if value not in ACTIVATIONS:
+                return "activation must be one of relu, sigmoid, softmax, tanh or null, got %r" \
+                    % (value,)
+        elif name == "rate":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not 0 <= value < 1:
+                return "rate must be a number in [0, 1), got %r" % (value,)
+        elif not _positive_int(value):
+            return "%s must be a positive integer, got %r" % (name, value)
+    return None
+
+
+def layer_tuple(where, layer):
+    """One layer of a description as the models module holds it: ("conv1d", 128, 40, 4, "same").
+    A layer is a list [kind, arguments...] or a bare kind ("gap")."""
+    if isinstance(layer, str):
+        layer = [layer]
+    if not isinstance(layer, (list, tuple)) or not layer or not isinstance(layer[0], str):
+        raise ModelError(where, "a layer is a list [kind, arguments...], got %r" % (layer,))
+    kind, args = layer[0], list(layer[1:])
+    if kind not in models.LAYERS:
+        raise ModelError(where, "unknown layer %r; layers: %s"
+                         % (kind, ", ".join(sorted(models.LAYERS))))
+    problem = _check_args(kind, args)
+    if problem:
+        raise ModelError(where, "layer %s %s" % (kind, problem))
+    return (kind,) + tuple(args)
+
+
+def _name(layer):
+    return " ".join(str(part) for part in layer)
+
+
+def output_shape(layers, shape, tokens, where="layers"):
+    """The output shape (batch left out) of `layers` on inputs of `shape` (batch left out), or
+    ModelError naming the first layer that cannot take what reaches it."""
+    shape = tuple(shape)
+    for i, layer in enumerate(layers):
+        kind, at = layer[0], "%s[%d] (%s)" % (where, i, _name(layer))
+        if kind == "embedding":
+            if i != 0 or not tokens:
+                raise ModelError(at, "an embedding takes the token data itself: it must be the "
+                                 "first layer, on data with input: tokens")
+            if len(shape) != 1:
+                raise ModelError(at, "an embedding takes (steps,) token ids, got shape %s"
+                                 % (list(shape),))
+            shape = (shape[0], layer[2])
+            continue
+        if i == 0 and tokens:
+            raise ModelError(at, "token data needs an embedding as the first layer")
+        rank = _RANK.get(kind)
+        if rank is not None and len(shape) != rank:
+            raise ModelError(at, "takes inputs of rank %d (batch left out), got shape %s"
+                             % (rank, list(shape)))
+        if kind == "conv1d":
+            out = models._conv_out(shape[0], layer[2], layer[3], layer[4])
+            if out < 1:
+                raise ModelError(at, "its kernel %d is longer than the %d steps that reach it: "
+                                 "impossible shape" % (layer[2], shape[0]))
+            shape = (out, layer[1])
+        elif kind in ("conv2d", "conv3d"):
+            spatial = [s - layer[2] + 1 for s in shape[:-1]]
+            if min(spatial) < 1:
+                raise ModelError(at, "its kernel %d is larger than the input %s: impossible "
+                                 "shape" % (layer[2], list(shape[:-1])))
+            shape = tuple(spatial) + (layer[1],)
+        elif kind == "maxpool2d":
+            spatial = [s // layer[1] for s in shape[:-1]]
+            if min(spatial) < 1:
+                raise ModelError(at, "pool size %d is larger than the input %s: impossible shape"
+                                 % (layer[1], list(shape[:-1])))
+            shape = tuple(spatial) + (shape[-1],)
+        elif kind in ("lstm", "gru"):
+            shape = (shape[0], layer[1])
+        elif kind == "bilstm":
+            shape = (shape[0], 2 * layer[1])
+        elif kind == "gap":
+            if len(shape) < 2:
+                raise ModelError(at, "global average pooling needs steps or pixels to pool, got "
+                                 "shape %s" % (list(shape),))
+            shape = (shape[-1],)
+        elif kind == "flatten":
+            size = 1
+            for s in shape:
+                size *= s
+            shape = (size,)
+        elif kind == "dense":
+            shape = shape[:-1] + (layer[1],)
+        # dropout, batchnorm, layernorm, mha, encoder keep the shape
+    return shape
+
+
+def check_model(name, desc):
+    """(layers, training, iterations) of one config `models` entry, or ModelError naming it."""
+    where = "models.%s" % name
+    if (name in models.MODELS and name not in _DESCRIPTIONS["models"]) \
+            or name in models.FAULT_MODELS:
+        raise ModelError(where, "%r is a built-in model's name; choose another" % name)
+    layers = desc.get("layers") or []
+    if not layers:
+        raise ModelError(where + ".layers", "a model needs at least one layer")
+    layers = [layer_tuple("%s.layers[%d]" % (where, i), layer) for i, layer in enumerate(layers)]
+    last = layers[-1]
+    loss = desc.get("loss", "binary_crossentropy")
+    if loss not in LOSSES:
+        raise ModelError(where + ".loss", "unknown loss %r; losses: %s"
+                         % (loss, ", ".join(LOSSES)))
+    want = {"binary_crossentropy": ("one unit", "sigmoid"), "mse": ("one unit", None),
+            "sparse_categorical_crossentropy": ("two or more units", "softmax")}[loss]
+    units_ok = last[0] == "dense" and (last[1] >= 2 if loss.startswith("sparse") else last[1] == 1)
+    if not units_ok or last[2] != want[1]:
+        raise ModelError("%s.layers[%d] (%s)" % (where, len(layers) - 1, _name(last)),
+                         "loss %s needs a last dense layer of %s, activation %s"
+                         % (loss, want[0], want[1]))
+    optimizer = desc.get("optimizer", "adam")
+    if optimizer not in OPTIMIZERS:
+        raise ModelError(where + ".optimizer", "unknown optimizer %r; optimizers: %s"
+                         % (optimizer, ", ".join(OPTIMIZERS)))
+    rate = desc.get("learning_rate", 1e-3)
+    return layers, (optimizer, float(rate), loss), int(desc.get("iterations", 20))
+
+
+def check_data(name, desc):
+    """(shape with batch, input kind, target) of one config `data` entry."""
+    where = "data.%s" % name
+    if name in models.DATA and name not in _DESCRIPTIONS["data"]:
+        raise ModelError(where, "%r is a built-in data set's name; choose another" % name)
+    shape = [desc.get("batch")] + list(desc.get("shape") or [])
+    if len(shape) < 2 or not all(_positive_int(s) for s in shape):
+        raise ModelError(where, "batch and shape must be positive integers, got batch %r, "
+                         "shape %r" % (desc.get("batch"), desc.get("shape")))
+    kind = desc.get("input", "float")
+    if kind not in INPUT_KINDS:
+        raise ModelError(where + ".input", "input must be float or tokens, got %r" % (kind,))
+    target = desc.get("target", "binary")
+    if target not in LOSSES.values():
+        raise ModelError(where + ".target", "target must be binary, sparse or regression, got %r"
+                         % (target,))
+    return tuple(shape), kind, target
+
+
+def pair_error(model, data):
+    """Why `model` cannot take `data` (both registered), naming the layer; None if it can."""
+    if model not in models.MODELS or data not in models.DATA:
+        return "unknown %s" % ("model %r" % model if model not in models.MODELS
+                               else "data %r" % data)
+    target = _TARGETS.get(data)
+    loss = models.TRAINING[model][2]
+    if target is not None and LOSSES.get(loss) != target:
+        return "data %r has %s targets; model %r's loss %s wants %s targets" % (
+            data, target, model, loss, LOSSES.get(loss))
+    try:
+        output_shape(models.MODELS[model], models.DATA[data][1:],
+                     models.DATA_INPUT.get(data) == "tokens", "models.%s.layers" % model)
+    except ModelError as exc:
+        return "model %r on data %r: %s" % (model, data, exc)
+    return None
+
+
+_TARGETS = {}  # registered user data -> target kind
+_DESCRIPTIONS = {"models": {}, "data": {}}  # what each registered name was made from
+
+
+def register(config_models, config_data):
+    """Check every config `models` / `data` entry and add it to the models module; ModelError
+    naming the first thing wrong. Returns the user model names."""
+    for name, desc in (config_data or {}).items():
+        shape, kind, target = check_data(name, desc)
+        models.DATA[name], _TARGETS[name] = shape, target
+        models.DATA_INPUT.pop(name, None)
+        if kind != "float":
+            models.DATA_INPUT[name] = kind
+        _DESCRIPTIONS["data"][name] = dict(desc)
+    for name, desc in (config_models or {}).items():
+        layers, training, iterations = check_model(name, desc)
+        models.MODELS[name], models.TRAINING[name] = layers, training
+        models.SEED_ITERATIONS[name] = iterations
+        _DESCRIPTIONS["models"][name] = dict(desc)
+    return list(config_models or {})
+
+
+def is_user(model=None, data=None):
+    return model in _DESCRIPTIONS["models"] or data in _DESCRIPTIONS["data"]
+
+
+def payload(model, data):
+    """The descriptions a cell of (model, data) needs in its own process, or None for the seed's
+    models and data (whose cells' parameters stay as they were)."""
+    if not is_user(model, data):
+        return None
+    out = {}
+    if model in _DESCRIPTIONS["models"]:
+        out["models"] = {model: _DESCRIPTIONS["models"][model]}
+    if data in _DESCRIPTIONS["data"]:
+        out["data"] = {data: _DESCRIPTIONS["data"][data]}
+    return out
+
+
+def register_cell(cell):
+    """In the supervisor and the cell process: register what the cell's `spec` describes."""
+    spec = cell.get("spec")
+    if spec:
+        register(spec.get("models"), spec.get("data"))
