@@ -225,6 +225,8 @@ def supervise(args):
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if cell["device"] == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
+    # the thread variables the cell runs with (not the supervisor's own, which the cell never sees)
+    prov["machine"]["thread_env"] = {k: env.get(k) for k in provenance.THREAD_VARS}
     # The cell process writes here first; only the supervisor writes into results/ (atomically).
     fd, tmp = tempfile.mkstemp(prefix="tfspeed-cell-", suffix=".json")
     os.close(fd)

@@ -7,6 +7,8 @@ import shutil
 import socket
 import subprocess
 
+from driver.study import fingerprint
+
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_ENABLE_ONEDNN_OPTS",
                "CUDA_VISIBLE_DEVICES", "KERAS_BACKEND", "XLA_FLAGS")
@@ -58,22 +60,24 @@ def load_average():
         return None
 
 
-def machine_facts():
+def machine_facts(env=None):
+    """Facts of this machine; `thread_env` from `env`, the environment the cell runs with (the
+    supervisor's own holds the orchestrator's OMP_NUM_THREADS=1 & co., which the cell never sees)."""
     mem = re.search(r"MemTotal:\s*(\d+)", _read("/proc/meminfo") or "")
+    env = os.environ if env is None else env
     facts = {"hostname": socket.gethostname(), "platform": platform.platform(),
              "mem_total_gb": round(int(mem.group(1)) / 2**20, 1) if mem else None,
-             "gpus": gpu_info(), "thread_env": {k: os.environ.get(k) for k in THREAD_VARS}}
+             "gpus": gpu_info(), "thread_env": {k: env.get(k) for k in THREAD_VARS},
+             "fingerprint": fingerprint.read_fingerprint()}
     facts.update(cpu_info())
     return facts
 
 
 def machine_key(facts=None):
-    """A short, stable key for a machine kind: CPU model, core count and GPU model."""
-    facts = facts or machine_facts()
-    cpu = facts.get("cpu_model") or platform.machine() or "cpu"
-    cpu = re.sub(r"\((R|TM)\)|CPU|Processor|@.*$|\d+-Core", "", cpu, flags=re.I)
-    parts = [cpu, "%sc" % facts.get("cpu_count")]
-    for gpu in facts.get("gpus") or []:
-        parts.append(gpu.get("name", "gpu"))
-    key = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()
-    return key[:80] or "machine"
+    """The key of `machine: auto`: a readable stem plus the fingerprint's short hash
+    (driver.study.fingerprint); facts without a fingerprint give the stem alone (the old key)."""
+    facts = facts or {"fingerprint": fingerprint.read_fingerprint()}
+    if facts.get("fingerprint"):
+        return fingerprint.machine_key(facts["fingerprint"])
+    return fingerprint.stem(facts.get("cpu_model") or platform.machine(), facts.get("cpu_count"),
+                            facts.get("gpus"))

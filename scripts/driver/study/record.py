@@ -3,7 +3,9 @@ record (the supervisor's part; the runner's result is merged in), writes it atom
 and validates it against schemas/cell.schema.json, naming the file it rejects.
 
 Schema versions: 1 (the first); 2 adds the warm-up, the threads, the CPU over the timed window
-and `too_few_samples` (what a cell of version 1 lacks is read as missing).
+and `too_few_samples` (what a cell of version 1 lacks is read as missing); 3 adds the machine's
+fingerprint (provenance.machine.fingerprint), the thread variables the cell ran with
+(provenance.machine.thread_env) and the foreign-CPU resolution (cpu_window).
 """
 import datetime
 import json
@@ -16,7 +18,7 @@ from driver.study import layout
 from tfspeed.atomic import write_json
 from tfspeed.cells import APIS, AXES, DEVICES, INPUTS, KERAS, MODES, cell_id
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "cell.schema.json"
 # The values each axis may take: tfspeed.cells is the one place that says (the schema checks the
 # shape only, so that a new mode or API needs no schema change).
@@ -31,6 +33,9 @@ def new_record(cell, env, machine, repeat, manifest, flops_per_step, provenance)
         "framework_version": manifest.get("framework_version"),
         "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "flops_per_step": flops_per_step, "provenance": provenance,
+        # how the process was made: a fresh interpreter of the env (scripts/measure_fork.py
+        # measures the alternative, a fork of a process that has imported the framework)
+        "process_origin": "fresh",
     }
     record.update({axis: cell[axis] for axis in AXES})
     return record
