@@ -105,6 +105,15 @@ def check_config():
             "reference_env",
             "%r is not an env of this study (%s)" % (ref, ", ".join(envs)),
         )
+    unpinned = envspec.unpinned_packages(
+        config["package_sources"].get("packages"), ENV_SPECS
+    )
+    if unpinned:
+        config_error(
+            "package_sources.packages",
+            "%s pinned by no env file under %s"
+            % (", ".join(map(repr, unpinned)), ", ".join(config["env_dirs"])),
+        )
     stop = config["stop"]
     if stop["min_samples"] > stop["max_samples"]:
         config_error(

@@ -128,3 +128,15 @@ def describe(name, python, pins, options, conda_pkgs, variables, extras=()):
         facts["framework"], facts["framework_version"] = "jax", pins["jax"]
         facts["flavours"] = ["none"]
     return facts
+
+
+def _normalized(name):
+    """A package name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", str(name)).lower()
+
+
+def unpinned_packages(packages, specs):
+    """The names in config `package_sources.packages` that no env file pins (a typo there would
+    otherwise pass silently, and the pin it meant would install from PyPI)."""
+    pinned = {_normalized(p) for spec in specs.values() for p in (spec.get("pins") or {})}
+    return [p for p in packages or [] if _normalized(p) not in pinned]
