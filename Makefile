@@ -49,7 +49,7 @@ format: venv  ## snakefmt and ruff --fix
 selfbench: venv  ## benchmark the harness itself; prints figures and a JSON line
 	$(BIN)/python scripts/selfbench.py $(ARGS)
 
-publish: venv  ## copy the report, workbook and tables into docs/ for a static host
+publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
 	$(BIN)/python scripts/publish.py --results results --docs docs
 
 lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds

@@ -1,0 +1,103 @@
+"""`make publish` writes docs/RESULTS.md from the run's outputs (scripts/publish.py): the report's
+first-screen sentences (driver/report/answer.py) and facts.json, never typed. Tested on a real
+aggregation of the golden fixtures (tests/fixtures/cells, a real quick run) and on the tables
+published in docs/."""
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import publish
+import pytest
+from make_golden import aggregate
+
+from driver.report import answer
+from driver.tables import bundle
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    res = tmp_path_factory.mktemp("run") / "results"
+    out = aggregate(res / "tables")
+    shutil.move(str(out["xlsx"]), str(res / "study.xlsx"))
+    (res / "report.html").write_text("<!doctype html><title>report</title>")
+    return res
+
+
+def test_page_holds_the_first_screen_and_the_runs_facts(results, tmp_path):
+    docs = tmp_path / "docs"
+    publish.publish(results, docs, config_path=str(tmp_path / "none.yaml"))
+    page = (docs / "RESULTS.md").read_text()
+    tabs = bundle.read_tables([results / "tables" / "tf2_vs_tf1.csv"])
+    first = answer.answer(tabs, 0.10)  # the golden config has no min_effect: the schema default
+    assert first["sentences"], "the quick run has like-for-like TF 2 vs TF 1 rows"
+    for item in first["sentences"]:
+        assert item["text"] in page and item["what"] in page
+    assert "within 10% of" in page
+    facts = json.loads((results / "tables" / "facts.json").read_text())
+    assert "- measured: %s\n" % facts["dates"] in page
+    cells = pd.read_csv(results / "tables" / "cells.csv")
+    counts = ", ".join("%s %d" % kv for kv in sorted(cells["status"].value_counts().items()))
+    assert "- cells: %d (%s)" % (len(cells), counts) in page
+    assert "- envs: %d (" % cells["env"].nunique() in page
+    for key in facts["machines"]:
+        assert key in page
+    # published beside the report, named in the provenance note with its checksum
+    assert (docs / "index.html").exists() and (docs / "tables" / "facts.json").exists()
+    assert "| RESULTS.md |" in (docs / "PROVENANCE.md").read_text()
+    before = page
+    publish.publish(results, docs, config_path=str(tmp_path / "none.yaml"))
+    assert (docs / "RESULTS.md").read_text() == before  # idempotent
+
+
+def test_page_follows_the_tables_not_a_typed_text(results, tmp_path):
+    tables = tmp_path / "tables"
+    shutil.copytree(results / "tables", tables)
+    before = publish.results_page(tables, 0.10)
+    df = pd.read_csv(tables / "tf2_vs_tf1.csv", dtype=str, keep_default_na=False)
+    row = df.index[df["verdict"] != "right_faster"][0]
+    df.loc[row, "verdict"] = "right_faster"
+    df.to_csv(tables / "tf2_vs_tf1.csv", index=False)
+    after = publish.results_page(tables, 0.10)
+    assert after != before
+    counts = df["verdict"].value_counts()
+    assert "| [`tf2_vs_tf1`](tables/tf2_vs_tf1.csv) | %d | %d | %d | %d | %d |" % (
+        len(df), counts.get("left_faster", 0), counts.get("right_faster", 0),
+        counts.get("equivalent", 0), counts.get("inconclusive", 0)) in after
+
+
+def test_page_of_the_published_tables():
+    """docs/tables (the published run; it predates facts.json): verdict counts per table and the
+    failed cells, each computed here with pandas."""
+    tables = REPO / "docs" / "tables"
+    page = publish.results_page(tables, 0.05)
+    assert "- measured: (no facts.json)" in page
+    for path in sorted(tables.glob("*.csv")):
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if "verdict" not in df.columns:
+            continue
+        counts = df["verdict"].value_counts()
+        assert "| [`%s`](tables/%s.csv) | %d | %d | %d |" % (
+            path.stem, path.stem, len(df), counts.get("left_faster", 0),
+            counts.get("right_faster", 0)) in page
+    cells = pd.read_csv(tables / "cells.csv", dtype=str, keep_default_na=False)
+    for cell_id in cells.loc[cells["status"] != "ok", "cell_id"]:
+        assert "`%s`" % cell_id in page
+
+
+def test_min_effect_is_the_runs_own(results, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("min_effect: 0.07\n")
+    assert publish.run_min_effect(results / "study.xlsx", str(config)) == 0.07
+    assert publish.run_min_effect(tmp_path / "missing.xlsx", str(tmp_path / "no.yaml")) == 0.10
+    assert publish.run_min_effect(REPO / "docs" / "study.xlsx") == 0.05  # its about sheet's config
+
+
+def test_committed_results_page_is_what_the_published_tables_give(tmp_path):
+    """docs/RESULTS.md is generated (make publish, or publish.py --page-only): never edited."""
+    docs = REPO / "docs"
+    want = publish.results_page(docs / "tables", publish.run_min_effect(docs / "study.xlsx"))
+    assert (docs / "RESULTS.md").read_text() == want, (
+        "docs/RESULTS.md is stale: run scripts/publish.py --page-only --docs docs")
