@@ -10,7 +10,7 @@ rule render_report:
         template=str(REPO / "report" / "template.html.j2"),
         script=str(REPO / "report" / "report.js"),
         style=str(REPO / "report" / "report.css"),
-        partials=sorted(str(p) for p in (REPO / "report").glob("_*.html.j2")),
+        partials=sorted(str(p) for p in (REPO / "report").rglob("_*.html.j2")),
     output:
         html=report(
             layout.REPORT,

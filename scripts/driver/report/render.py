@@ -15,38 +15,23 @@ import base64
 import datetime
 import hashlib
 import logging
-import math
 import traceback
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
-from driver.report import answer, sections, split, views
-from driver.report import source_claims as seedcheck
-from driver.report import source_table as seedtable
-from driver.report.claims import claims, guidance_view
-from driver.report.coverage import coverage
-from driver.report.figures import COMPUTE_BOUND, MAX_PLOT_POINTS, OVERHEAD_BOUND, time_figures
-from driver.report.fmt import col, is_true, num, text
-from driver.report.forest import forest_svg, history_panels
-from driver.tables import bundle, facts, ordering
-from driver.tables.registry import COMPARISONS
+from driver.report import sections as section_modules
+from driver.report.data import ReportData
+from driver.report.fmt import text
+from driver.tables import bundle, facts
+from driver.tables.registry import NAMES
 from tfspeed.atomic import write_text
 
 log = logging.getLogger("tfspeed.report")
 
-SECTIONS = [
-    ("verdict", "Answer"),
-    ("coverage", "Coverage"),
-    ("tables", "Comparisons"),
-    ("history", "Performance history"),
-    ("time", "Where the time goes"),
-    ("stability", "Stability"),
-    ("failures", "Failed and skipped cells"),
-    ("environments", "Environments"),
-    ("method", "Method"),
-]
+MODULES = section_modules.modules()
+SECTIONS = [(m.ID, m.TITLE) for m in MODULES]
 REPORT_SIZE_LIMIT = 10 * 1024 * 1024
 
 
@@ -62,92 +47,25 @@ def _guard(name, errors, fn, *args):
 
 def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, machine,
                   config, selfbench_path=None, now=None) -> dict:
-    """Everything the template needs, as plain data. cells and tabs: typed frames; samples:
-    facts.read_samples; study: facts.read_facts."""
+    """Everything the template needs, as plain data: each section module's build() under its ID
+    (driver/report/sections/). cells and tabs: typed frames; samples: facts.read_samples; study:
+    facts.read_facts."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
+    data = ReportData(cells=cells, tabs=tabs, samples=samples or {}, study=study or {},
+                      machine=text(machine), config=dict(config or {}),
+                      selfbench_path=selfbench_path, now=now)
     errors: dict = {}
-    versions = tabs.get("versions", pd.DataFrame())
-    order = study.get("env_order") or []
-    if not order and len(cells) and {"env", "framework", "framework_version"} <= set(cells.columns):
-        order = ordering.env_order(cells)
-    status = col(cells, "status").map(text)
-    ok = cells[status == "ok"] if len(cells) else cells
-    peaks = views.measured_peaks(cells)
-    machine_facts = study.get("machines") or {}
-    twins = tabs.get("twins", pd.DataFrame())
-
-    min_effect = num(config.get("min_effect", 0.05))
-    min_effect = 0.05 if math.isnan(min_effect) else min_effect
-    reference_env = text(config.get("reference_env"), "tf1.14")
-
-    def first_screen():
-        ans = answer.answer(tabs, min_effect)
-        for panel in ans["panels"]:
-            panel["svg"] = forest_svg(panel, min_effect, ans["reference"])
-        return {**ans, "min_effect": min_effect,
-                "seed": seedcheck.seed_checks(tabs, cells),
-                "rules": seedcheck.machine_rules(tabs)}
-
-    def verdict():
-        machines = sorted(set(machine_facts) | {text(m) for m in col(cells, "machine").dropna()}
-                          | {text(machine)} - {""})
-        return {
-            "machines": [{"key": m, "text": sections.describe_machine(machine_facts.get(m, {}))}
-                         for m in machines],
-            "dates": study.get("dates") or "unknown",
-            "versions": sections.versions_covered(cells),
-            "envs": order,
-            "counts": {s: int((status == s).sum()) for s in ("ok", "failed", "skipped")},
-            "n_cells": len(cells),
-            "claims": claims(tabs, cells),
-            "guidance": guidance_view(tabs.get("guidance", pd.DataFrame())),
-            "n_drift": int(col(ok, "drift", False).map(is_true).sum()),
-            "n_noisy": int(col(ok, "noisy", False).map(is_true).sum()),
-            "n_busy": int(col(ok, "foreign_cpu_flag", False).map(is_true).sum()),
-            "twins": len(twins),
-            "twins_different": int(col(twins, "significant", False).map(is_true).sum()),
-            "foreign_max": num(config.get("foreign_cpu_max_share")),
-        }
-
-    def tables_section():
-        return {"groups": split.split_views(tabs),
-                "best": split.best_vs_best(tabs.get("frameworks_best", pd.DataFrame()),
-                                           min_effect),
-                "seed": seedtable.seed_blocks(cells, tabs, reference_env, order),
-                "cells": views.cells_table(cells)}
-
-    def history():
-        return {**history_panels(ok, order, reference_env),
-                "versions": views.versions_view(versions, order)}
-
-    def time_section():
-        tt = views.time_table(ok, peaks)
-        return {"figures": time_figures(ok, order, peaks), **tt,
-                "peaks": [(m, "not measured" if math.isnan(p) else f"{p * 1e-9:,.1f} GFLOP/s")
-                          for m, p in sorted(peaks.items())]}
-
     ctx = {
-        "sections": SECTIONS,
+        "sections": [{"id": m.ID, "title": m.TITLE,
+                      "template": section_modules.template_name(m.ID)} for m in MODULES],
         "machine": text(machine),
         "generated": now.strftime("%Y-%m-%d %H:%M UTC"),
-        "answer": _guard("answer", errors, first_screen),
-        "verdict": _guard("verdict", errors, verdict),
-        "coverage": _guard("coverage", errors, coverage, cells, machine_facts, config),
-        "tables": _guard("tables", errors, tables_section),
-        "history": _guard("history", errors, history),
-        "time": _guard("time", errors, time_section),
-        "stability": _guard("stability", errors, views.stability_view, ok, samples, order),
-        "failures": _guard("failures", errors, sections.failures_view, cells,
-                           study.get("failures") or []),
-        "environments": study.get("environments") or {"envs": [], "machines": []},
-        "method": _guard("method", errors, sections.method_view, config, selfbench_path),
-        "compute_bound": COMPUTE_BOUND,
-        "overhead_bound": OVERHEAD_BOUND,
-        "max_points": MAX_PLOT_POINTS,
-        "table_links": [f"tables/{n}.csv" for n in ["cells", *COMPARISONS, "versions",
-                                                      "guidance"]],
+        "table_links": [f"tables/{n}.csv" for n in ["cells", *NAMES]],
     }
+    for mod in MODULES:
+        ctx[mod.ID] = _guard(mod.ID, errors, mod.build, data)
     ctx["errors"] = errors
+    ctx["ctx_sections"] = {m.ID: ctx[m.ID] for m in MODULES}
     return ctx
 
 

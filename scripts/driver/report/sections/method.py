@@ -1,14 +1,14 @@
-"""The report's sections about the study itself rather than its timings: the machines and
-versions covered, failures, environments, and the method with the harness's own figures."""
+"""Method: how cells are timed and judged, the harness's own figures (`make selfbench`) and the
+study's config."""
 import json
 import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import pandas as pd
+from driver.report.fmt import num, text
 
-from driver.report.fmt import num, records, text, version_key
+ID, TITLE, ORDER = "method", "Method", 100
 
 SELFBENCH_GOALS = {
     "overhead_rel": ("harness overhead per sample, as a share of the small cell's median step",
@@ -24,37 +24,6 @@ SELFBENCH_GOALS = {
     "orchestrator_cpu_share": ("CPU of Snakemake and the supervisors during timed windows, in "
                                "cores", "<= 0.01"),
 }
-
-
-def describe_machine(facts: dict) -> str:
-    if not facts:
-        return "unknown machine (no cell file carried its provenance)"
-    parts = [text(facts.get("cpu_model"), "unknown CPU")]
-    if facts.get("cpu_count"):
-        parts[0] += f" ({facts['cpu_count']} logical cores)"
-    gpus = facts.get("gpus")
-    if gpus:
-        names = [text(g.get("name")) if isinstance(g, dict) else text(g) for g in gpus]
-        parts.append("GPU: " + ", ".join(n for n in names if n))
-    else:
-        parts.append("no GPU")
-    if facts.get("mem_total_gb"):
-        parts.append(f"{facts['mem_total_gb']} GB RAM")
-    return "; ".join(parts)
-
-
-def versions_covered(cells: pd.DataFrame) -> list[str]:
-    """'tensorflow 1.14.0, 2.21.0' per framework, from every cell (ok or not)."""
-    pairs = set()
-    for row in records(cells):
-        fw, ver = text(row.get("framework")), text(row.get("framework_version"))
-        if ver:
-            pairs.add((fw or "tensorflow", ver))
-    out = []
-    for fw in sorted({p[0] for p in pairs}):
-        vers = sorted((v for f, v in pairs if f == fw), key=version_key)
-        out.append(f"{fw} " + ", ".join(vers))
-    return out
 
 
 def read_selfbench(path) -> dict | None:
@@ -114,19 +83,5 @@ def method_view(config: Mapping, selfbench_path) -> dict:
     }
 
 
-def failures_view(cells: pd.DataFrame, failures: list[dict]) -> dict:
-    """Failed and skipped processes with reasons and log tails (as aggregation wrote them), and
-    cells.csv rows that no process explains."""
-    items = list(failures)
-    seen = {(f["machine"], f["env"], f["cell"]) for f in items}
-    for r in records(cells):
-        status = text(r.get("status"), "unknown")
-        key = (text(r.get("machine")), text(r.get("env")), text(r.get("cell_id")))
-        if status == "ok" or key in seen:
-            continue
-        items.append({"status": status, "machine": key[0], "env": key[1], "cell": key[2],
-                      "repeat": "", "reason": text(r.get("reason")), "log_tail": "", "path": ""})
-    counts = {}
-    for it in items:
-        counts[it["status"]] = counts.get(it["status"], 0) + 1
-    return {"entries": items, "counts": counts, "problems": []}
+def build(data) -> dict:
+    return method_view(data.config, data.selfbench_path)

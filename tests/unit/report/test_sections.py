@@ -1,0 +1,89 @@
+"""The report's sections as modules (driver/report/sections/): found by a loop, each with its own
+template, in ORDER; a section whose build raises shows its error and the rest renders."""
+import glob
+
+import pytest
+from helpers import REPO
+
+from driver.report import render, sections
+from driver.tables import bundle
+
+TEMPLATE = REPO / "report" / "template.html.j2"
+PUBLISHED = REPO / "docs" / "tables"
+
+
+def test_every_module_has_its_template_and_a_unique_place():
+    mods = sections.modules()
+    ids = [m.ID for m in mods]
+    assert ids[0] == "verdict" and len(ids) == len(set(ids)) >= 9
+    assert [m.ORDER for m in mods] == sorted(m.ORDER for m in mods)
+    for m in mods:
+        assert (REPO / "report" / sections.template_name(m.ID)).is_file(), m.ID
+        assert m.TITLE and callable(m.build)
+    assert render.SECTIONS == [(m.ID, m.TITLE) for m in mods]
+
+
+@pytest.fixture(scope="module")
+def published():
+    if not (PUBLISHED / "cells.csv").exists():
+        pytest.skip("no published tables")
+    tabs = bundle.read_tables(sorted(glob.glob(str(PUBLISHED / "*.csv"))))
+    return bundle.read_table(PUBLISHED / "cells.csv"), tabs
+
+
+def test_a_failing_section_leaves_the_others(published, monkeypatch):
+    cells, tabs = published
+    broken = next(m for m in render.MODULES if m.ID == "history")
+
+    def boom(data):
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setattr(broken, "build", boom)
+    ctx = render.build_context(cells, tabs, {}, {}, "m", {})
+    assert ctx["errors"] == {"history": "RuntimeError: planted failure"}
+    assert ctx["history"] is None and ctx["verdict"]["n_cells"] == len(cells)
+    html = render.render_html(ctx, TEMPLATE)
+    assert "This section could not be built: RuntimeError: planted failure" in html
+    for m in render.MODULES:  # every section is on the page, in order
+        assert f'<section id="{m.ID}"' in html
+    pos = [html.index(f'<section id="{m.ID}"') for m in render.MODULES]
+    assert pos == sorted(pos)
+    assert "scripts/report.py" not in html and "scripts/render_report.py" in html
+
+
+def test_a_new_section_is_one_module_and_one_template(published, tmp_path, monkeypatch):
+    """A section added to the package is found, built and rendered with no other change."""
+    import shutil
+    import sys
+    import types
+
+    cells, tabs = published
+    mod = types.ModuleType("driver.report.sections.zzprobe")
+    mod.ID, mod.TITLE, mod.ORDER = "zzprobe", "Probe", 95
+    mod.build = lambda data: {"n": len(data.cells)}
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setattr(render, "MODULES", sorted([*render.MODULES, mod],
+                                                  key=lambda m: m.ORDER))
+    folder = tmp_path / "report"
+    shutil.copytree(REPO / "report", folder)
+    (folder / sections.template_name("zzprobe")).write_text(
+        '<section id="zzprobe"><h2>Probe</h2>{{ zzprobe.n }} cells</section>\n')
+    ctx = render.build_context(cells, tabs, {}, {}, "m", {})
+    html = render.render_html(ctx, folder / "template.html.j2")
+    assert f'<section id="zzprobe"><h2>Probe</h2>{len(cells)} cells</section>' in html
+    assert html.index('id="zzprobe"') > html.index('id="stability"')
+    assert '<a href="#zzprobe">Probe</a>' in html
+
+
+def test_modules_without_the_contract_are_refused(monkeypatch, tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "bad.py").write_text("ID = 'bad'\n")
+    monkeypatch.setattr(sections, "__path__", [str(pkg)])
+    monkeypatch.setattr(sections, "__name__", "probe_pkg")
+    import sys
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.setitem(sys.modules, "probe_pkg", __import__("pkg"))
+    with pytest.raises(AttributeError, match="has no TITLE"):
+        sections.modules()
