@@ -9,7 +9,7 @@ SNAKEMAKE := $(BIN)/snakemake
 CORES ?= 2
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ selfbench: venv  ## benchmark the harness itself; prints figures and a JSON line
 
 publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
 	$(BIN)/python scripts/publish.py --results results --docs docs
+
+reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes) from the code
+	$(BIN)/python scripts/reference_docs.py
 
 lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds
 	$(BIN)/python scripts/lock_envs.py $(ARGS)
