@@ -42,12 +42,13 @@ def threads_used(prepared):
 
 
 def run(cell, rule_dict, framework, foreign_max_share):
-    from tfspeed import backends, machine, stats, timing
+    from tfspeed import backends, machine, stats, timing, usermodels
     from tfspeed.machine import WINDOW_END, WINDOW_START
     from tfspeed.models import FAULT_MODELS
 
     if cell["model"] in FAULT_MODELS:
         faults.trigger(cell["model"])
+    usermodels.register_cell(cell)  # a user's own model or data (config `models`, `data`)
     rule = timing.Rule(**rule_dict)
     backend = backends.load(cell, framework)
     prepared = backend.prepare(dict(cell, framework=framework), rule)

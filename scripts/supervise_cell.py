@@ -25,7 +25,7 @@ from driver.study import (
     record,  # noqa: E402
 )
 from driver.study.locks import machine_lock  # noqa: E402
-from tfspeed import models  # noqa: E402
+from tfspeed import models, usermodels  # noqa: E402
 from tfspeed.machine import (  # noqa: E402
     ORCHESTRATOR_THREAD_VARS,
     PINNED_VAR,
@@ -202,6 +202,7 @@ def supervise(args):
     prov = {"machine": provenance.machine_facts(), "env": manifest,
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "limits": {"cell_timeout_s": args.timeout_s, "cell_memory_mb": args.memory_mb}}
+    usermodels.register_cell(cell)  # a user's own model or data (config `models`, `data`)
     flops = models.step_flops(cell["model"], cell["data"], cell["api"])
     rec = record.new_record(cell, args.env, args.machine, args.repeat, manifest, flops, prov)
     if manifest.get("status", "ok") != "ok":
