@@ -52,8 +52,8 @@ selfbench: venv  ## benchmark the harness itself; prints figures and a JSON line
 publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
 	$(BIN)/python scripts/publish.py --results results --docs docs
 
-reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes) from the code
-	$(BIN)/python scripts/reference_docs.py
+reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes, presets) from the code
+	$(BIN)/python scripts/reference_docs.py --presets
 
 lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds
 	$(BIN)/python scripts/lock_envs.py $(ARGS)

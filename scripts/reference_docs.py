@@ -9,14 +9,20 @@
                                `<!-- end generated -->` (the axes and their values, from
                                scripts/tfspeed/cells.py); the prose around them is written by hand
 
+    docs/reference/presets.md  with `--presets` (a Snakemake dry run per study: about ten seconds
+                               each): the default study, the quick preset and presets/*.yaml, each
+                               with the jobs its plan holds
+
 `--check` writes nothing and exits 1 naming every page that is not what the code gives
-(tests/unit/docs/test_reference_docs.py runs it)."""
+(tests/unit/docs/test_reference_docs.py runs it; tests/e2e/test_presets_page.py with --presets)."""
 import argparse
 import importlib
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -163,6 +169,62 @@ def cells_blocks() -> dict:
     return {"axes": "\n".join(axes), "tasks": "\n".join(tasks)}
 
 
+# ------------------------------------------------------------------------------------ presets
+
+def study_files() -> list:
+    """(name, configfile or None): the default study, the quick preset, every preset."""
+    return ([("default (config.yaml)", None), ("quick (tests/quick.yaml)", "tests/quick.yaml")]
+            + [("presets/" + p.name, "presets/" + p.name)
+               for p in sorted((REPO / "presets").glob("*.yaml"))])
+
+
+def planned_jobs(configfile) -> dict:
+    """Job name -> count in the study's plan (`snakemake -n`, in an empty directory: nothing is
+    done yet, so every job of the plan is listed; allocation's extra rounds are not)."""
+    snakemake = Path(sys.executable).with_name("snakemake")
+    with tempfile.TemporaryDirectory() as work:
+        cmd = [str(snakemake), "-n", "--quiet", "rules", "--directory", work,
+               "--snakefile", str(REPO / "Snakefile")]
+        if configfile:
+            cmd += ["--configfile", str(REPO / configfile)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(REPO))
+    if out.returncode != 0:
+        raise SystemExit("snakemake -n %s failed:\n%s" % (configfile or "", out.stderr[-2000:]))
+    table = out.stdout.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
+
+
+def _summary(configfile) -> str:
+    """The first sentence of the study file's opening comment."""
+    path = REPO / (configfile or "config.yaml")
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# "))
+    text = " ".join(lines)
+    return _md(re.split(r"(?<=[.:])\s", text, maxsplit=1)[0].rstrip(":."))
+
+
+def presets_page() -> str:
+    out = [HEADER % "config.yaml, tests/quick.yaml, presets/*.yaml and `snakemake -n` of each",
+           "# Studies and their size", "",
+           "What each study plans, counted by Snakemake's own dry run in an empty directory: "
+           "`run_cell` is the cell processes (cells x `repeats`, twins included; allocation's "
+           "extra rounds come on top, within config `allocation.budget_s`), `build_env` the envs "
+           "it builds. Run one with `snakemake --configfile <file> --directory build/<name>`; "
+           "`snakemake -n` prints the same plan. What a study cost where it was run: the "
+           "[run notes](../runs/README.md).", "",
+           "| study | what it is | cell processes | envs |", "| --- | --- | ---: | ---: |"]
+    for name, configfile in study_files():
+        jobs = planned_jobs(configfile)
+        link = "[`%s`](../../%s)" % (name, configfile or "config.yaml")
+        out.append("| %s | %s | %d | %d |" % (link, _summary(configfile), jobs.get("run_cell", 0),
+                                              jobs.get("build_env", 0)))
+    return "\n".join(out) + "\n"
+
+
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -175,21 +237,25 @@ def fill_blocks(text: str, blocks: dict) -> str:
     return BLOCK.sub(sub, text)
 
 
-def pages() -> dict:
+def pages(presets=False) -> dict:
     """path -> the text the code gives."""
     cells_md = REFERENCE / "cells.md"
     out = {REFERENCE / "tables.md": tables_page(), REFERENCE / "config.md": config_page()}
     if cells_md.exists():
         out[cells_md] = fill_blocks(cells_md.read_text(encoding="utf-8"), cells_blocks())
+    if presets:
+        out[REFERENCE / "presets.md"] = presets_page()
     return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    parser.add_argument("--presets", action="store_true",
+                        help="also docs/reference/presets.md (a Snakemake dry run per study)")
     args = parser.parse_args(argv)
     stale = []
-    for path, text in pages().items():
+    for path, text in pages(args.presets).items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current == text:
             continue
