@@ -36,6 +36,8 @@ ALLOWED = {
     ("scripts/driver/stats/drift.py", "0.3 %"): "the effect size the rule is built to ignore",
     ("scripts/tfspeed/stats.py", "0.3 %"): "the effect size the rule is built to ignore",
     ("scripts/driver/tables/twins_rate.py", "24 pairs"): "the default design's twin count",
+    ("scripts/driver/report/bottom_line.py", "1.2x"): "an example of the ratio format",
+    ("scripts/driver/report/bottom_line.py", "0.89x"): "an example of the ratio format",
 }
 
 
@@ -123,4 +125,5 @@ def test_docstrings_have_no_run_figures():
                     continue
                 found.append("%s (%s): %s %r" % (rel, name, kind, text))
     assert not found, "docstrings type run figures:\n" + "\n".join(found)
-    assert used == set(ALLOWED), "stale ALLOWED entries: %s" % (set(ALLOWED) - used)
+    stale = {k for k in set(ALLOWED) - used if (REPO / k[0]).exists()}
+    assert not stale, "ALLOWED entries that match nothing any more: %s" % stale
