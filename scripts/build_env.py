@@ -175,7 +175,7 @@ TORCH_CPU_HINT = (
     "the installed torch %s is not a CPU build (no +cpu): PyPI's torch for Linux is the CUDA build, "
     "whose nvidia-* libraries this CPU env does not list. Give a source of the CPU wheel in config "
     "`package_sources` (extra_index_urls: [https://download.pytorch.org/whl/cpu], or find_links: a "
-    "folder holding the wheel), see README \"Package sources\"")
+    "folder holding the wheel), see docs/reference/environments.md, \"Package sources\"")
 
 
 def index_reachable(url, timeout_s=5.0):
