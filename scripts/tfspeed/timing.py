@@ -60,7 +60,7 @@ def _median(values):
 def warm_up(step, rule, first_call_s):
     """Run blocks of calls until the step time stops falling; return a dict of what happened.
 
-    The rule (stated in the README): blocks of b calls, b chosen so a block lasts about
+    The rule (stated in docs/METHOD.md): blocks of b calls, b chosen so a block lasts about
     `warmup_block_s` (at least 3 calls) from the first call's time; warm-up ends at the first block
     whose median is not lower than the previous block's by more than `warmup_rel` ("stable"), or
     when `warmup_max_s` is spent ("cap"). Block medians are kept, so a reader can see the descent.

@@ -8,8 +8,8 @@ from driver.report.fmt import col, records, text, version_key
 from tfspeed import cells as tfcells
 from tfspeed import models as tfmodels
 
-# Versions the source study used that no env can install, and why (README "What could not be
-# installed").
+# Versions the source study used that no env can install, and why (docs/reference/cells.md, "What
+# could not be installed").
 NOT_INSTALLABLE = [
     ("TensorFlow 2.0.0b1 (seed 001: 2.0.0-beta1 vs 2.0.0 on CPU)",
      "not installable: PyPI holds no files for TensorFlow pre-releases before 2.6.0rc0"),
