@@ -22,6 +22,7 @@ class ReportData:
     config: dict = field(default_factory=dict)
     selfbench_path: str | None = None
     now: datetime.datetime | None = None
+    previous: dict | None = None  # a previous run's tables, when one is at hand
 
     def table(self, name: str) -> pd.DataFrame:
         """A registered table, or an empty frame when aggregation wrote none."""

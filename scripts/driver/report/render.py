@@ -46,14 +46,14 @@ def _guard(name, errors, fn, *args):
 
 
 def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, machine,
-                  config, selfbench_path=None, now=None) -> dict:
+                  config, selfbench_path=None, now=None, previous=None) -> dict:
     """Everything the template needs, as plain data: each section module's build() under its ID
     (driver/report/sections/). cells and tabs: typed frames; samples: facts.read_samples; study:
     facts.read_facts."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     data = ReportData(cells=cells, tabs=tabs, samples=samples or {}, study=study or {},
                       machine=text(machine), config=dict(config or {}),
-                      selfbench_path=selfbench_path, now=now)
+                      selfbench_path=selfbench_path, now=now, previous=previous)
     errors: dict = {}
     ctx = {
         "sections": [{"id": m.ID, "title": m.TITLE,
@@ -85,14 +85,17 @@ def render_html(ctx: dict, template) -> str:
 
 
 def render(cells_csv, tables, processes_json, facts_json, template, out_html, machine, config,
-           selfbench_path=None, now=None) -> dict:
+           selfbench_path=None, now=None, previous_tables=None) -> dict:
     """Render the report to `out_html` from aggregation's outputs; returns {"bytes",
-    "section_errors", "cells"}. tables: paths named <name>.csv."""
+    "section_errors", "cells"}. tables: paths named <name>.csv; previous_tables: a previous
+    run's, for the bottom line's agreement line."""
     cells = bundle.read_table(cells_csv)
     tabs = bundle.read_tables(tables)
     samples = facts.read_samples(processes_json)
     study = facts.read_facts(facts_json)
-    ctx = build_context(cells, tabs, samples, study, machine, config, selfbench_path, now)
+    previous = bundle.read_tables(previous_tables) if previous_tables else None
+    ctx = build_context(cells, tabs, samples, study, machine, config, selfbench_path, now,
+                        previous)
     html = render_html(ctx, template)
     write_text(str(out_html), html)
     size = len(html.encode("utf-8"))

@@ -3,8 +3,10 @@ mode and API with the per-mode sentences, and the study at a glance (machine, da
 import pandas as pd
 
 from driver.report import answer
+from driver.report.bottom_line import bottom_line
 from driver.report.fmt import col, is_true, num, records, text, version_key
 from driver.report.forest import forest_svg
+from driver.study import layout
 
 ID, TITLE, ORDER = "verdict", "Answer", 10
 
@@ -44,13 +46,16 @@ def build(data) -> dict:
     ans = answer.answer(data.tabs, data.min_effect)
     for panel in ans["panels"]:
         panel["svg"] = forest_svg(panel, data.min_effect, ans["reference"])
-    machines = sorted(set(data.machine_facts)
+    # a twin key (<machine>.twin) is the A/A check's copy of its machine, not a machine
+    machines = sorted(m for m in set(data.machine_facts)
                       | {text(m) for m in col(data.cells, "machine").dropna()}
-                      | {text(data.machine)} - {""})
+                      | {text(data.machine)} - {""} if not layout.is_twin(m))
     twins = data.table("twins")
     ok = data.ok
     return {
         "answer": {**ans, "min_effect": data.min_effect},
+        "bottom": bottom_line(data.tabs, data.cells, data.reference_env,
+                              previous=data.previous),
         "machines": [{"key": m, "text": describe_machine(data.machine_facts.get(m, {}))}
                      for m in machines],
         "dates": data.study.get("dates") or "unknown",

@@ -1,0 +1,241 @@
+"""The bottom line: three to six sentences at the top of the report, each computed from the
+tables (never typed): per mode the range of TF 2.x / TF 1 ratios and the worst upper bound at the
+CI's level, what today's default tf.keras (Keras 3) gives beside the legacy tf_keras, where the
+slowdown starts (the other TF 1 releases against the reference), each other framework's best
+against TensorFlow's best, the smallest difference the run resolves, and, when the tables of a
+previous run are at hand, whether the two runs agree.
+
+Every sentence degrades to saying what is missing when a table or column is absent."""
+import math
+
+import numpy as np
+import pandas as pd
+
+from driver.report.answer import API_TEXT, MODE_TEXT, headline_rows, like_for_like, norm_verdict
+from driver.report.fmt import col, ncol, num, records, text, version_key
+from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
+
+HEADLINE_API = "train_on_batch"
+
+
+def times(ratio: float) -> str:
+    """A ratio of step times as one convention: '1.2x slower (+20 %)', '0.89x (11 % faster)'."""
+    r = num(ratio)
+    if math.isnan(r) or r <= 0:
+        return "–"
+    if r >= 1:
+        return f"{r:.2f}x ({(r - 1) * 100:+,.0f} %, slower)"
+    return f"{r:.2f}x ({(1 - r) * 100:,.0f} % faster)"
+
+
+def _pct_slower(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:,.0f} %"
+
+
+def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: float) -> dict:
+    """One mode: the ratios' range, their median and the worst upper bound (ratio_ci_high)."""
+    ratio = ncol(head, "ratio").to_numpy(dtype=float)
+    high = ncol(head, "ratio_ci_high").to_numpy(dtype=float)
+    versions = [text(r.get("left_framework_version")) or text(r.get("left_env"))
+                for r in records(head)]
+    verdicts = [norm_verdict(v) for v in col(head, "verdict")]
+    ok = ~np.isnan(ratio)
+    what = f"{MODE_TEXT.get(mode, mode)}, {API_TEXT.get(api, api)}"
+    if not ok.any():
+        return {"what": what, "text": f"no TF 2.x version compared with {reference}",
+                "cls": "nodata"}
+    lo, hi, typical = float(np.nanmin(ratio)), float(np.nanmax(ratio)), float(np.nanmedian(ratio))
+    n = int(ok.sum())
+    n_slow = verdicts.count(RIGHT_FASTER)
+    n_fast = verdicts.count(LEFT_FASTER)
+    n_eq = verdicts.count(EQUIVALENT)
+    span = f"{lo:.2f}–{hi:.2f}x" if f"{lo:.2f}" != f"{hi:.2f}" else f"{lo:.2f}x"
+    first = f"{versions[0]}–{versions[-1]}" if n > 1 else versions[0]
+    word = (f"typically {(1 - typical) * 100:.0f} % faster" if typical < 1
+            else f"typically {(typical - 1) * 100:.0f} % slower")
+    parts = [f"TF {first} take {span} {reference}'s step time, {word}"]
+    slow = [(v, r) for v, r, d in zip(versions, ratio, verdicts) if d == RIGHT_FASTER]
+    rest = np.array([h for h, d in zip(high, verdicts) if d != RIGHT_FASTER], dtype=float)
+    rest = rest[np.isfinite(rest)]
+    if len(slow) > 3:
+        parts.append(f"significantly slower in {len(slow)} of {n} versions")
+    elif slow:
+        parts.append("significantly slower: " + ", ".join(f"TF {v} ({r:.2f}x)" for v, r in slow))
+    if rest.size:
+        worst = float(rest.max())
+        who = "no other version" if slow else "no version"
+        if worst <= 1.0:
+            parts.append(f"{'the others are' if slow else 'every version is'} faster at "
+                         f"{level:.0%}")
+        else:
+            parts.append(f"{who} is more than {_pct_slower(worst)} slower at {level * 100:.0f} %")
+    tally = [f"{k} {w}" for k, w in ((n_slow, "slower"), (n_fast, "faster"),
+                                     (n_eq, "equivalent")) if k]
+    n_und = n - n_slow - n_fast - n_eq
+    if n_und:
+        tally.append(f"{n_und} undecided")
+    cls = "slower" if n_slow > n / 2 else "faster" if n_fast > n / 2 else "mixed"
+    if np.isfinite(high).any() and float(np.nanmax(high)) <= 1.0:
+        cls = "faster"
+    return {"what": what, "text": "; ".join(parts) + ".", "tally": f"{', '.join(tally)} of {n}",
+            "cls": cls, "typical": typical, "worst": float(np.nanmax(high))
+            if np.isfinite(high).any() else math.nan}
+
+
+def keras3_line(tf2: pd.DataFrame, reference: str) -> dict | None:
+    """Keras 3 (tf.keras from TF 2.16 on) beside the legacy tf_keras, eager train_on_batch, both
+    against TF 1's tf.keras."""
+    if tf2.empty:
+        return None
+    df = tf2[(col(tf2, "api").map(text) == HEADLINE_API) & (col(tf2, "input").map(text) == "numpy")
+             & (col(tf2, "right_keras").map(text) == "tf.keras")]
+    out = []
+    for mode in ("eager", "graph"):
+        part = df[col(df, "mode").map(text) == mode]
+        k3 = ncol(part[col(part, "left_keras").map(text) == "keras3"], "ratio").dropna()
+        tk = ncol(part[col(part, "left_keras").map(text) == "tf_keras"], "ratio").dropna()
+        if len(k3):
+            vers = sorted(col(part[col(part, "left_keras").map(text) == "keras3"],
+                              "left_framework_version").map(text), key=version_key)
+            s = (f"{mode}: Keras 3 (TF {vers[0]}–{vers[-1]}) {k3.min():.2f}–{k3.max():.2f}x "
+                 f"{reference}'s tf.keras")
+            if len(tk):
+                s += f", the legacy tf_keras {tk.min():.2f}–{tk.max():.2f}x"
+            out.append(s)
+    if not out:
+        return None
+    return {"what": "Today's default tf.keras (Keras 3)",
+            "text": "; ".join(out) + ".", "cls": "mixed",
+            "note": "from TF 2.16 on tf.keras is Keras 3; the Keras 2 it was ships as the "
+                    "tf_keras package, which the per-mode lines above use"}
+
+
+def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager") -> dict | None:
+    """The other TF 1 releases against the reference, in the configuration of the headline
+    (tf.keras, train_on_batch, numpy, the smallest model and data): where a slowdown starts."""
+    if cells.empty or "median_s" not in cells.columns:
+        return None
+    ok = cells[(col(cells, "status").map(text) == "ok") & (col(cells, "framework").map(text)
+                                                           == "tensorflow")]
+    conf = ok[(col(ok, "keras").map(text) == "tf.keras") & (col(ok, "api").map(text)
+              == HEADLINE_API) & (col(ok, "input").map(text) == "numpy")
+              & (col(ok, "model").map(text) == "small") & (col(ok, "data").map(text) == "small")]
+    ver = col(conf, "framework_version").map(text)
+    major = ver.map(lambda v: version_key(v)[0] if v else None)
+    out = []
+    for m in (mode,):
+        part = conf[col(conf, "mode").map(text) == m]
+        ref = part[col(part, "env").map(text) == reference_env]
+        if ref.empty:
+            continue
+        ref_ms = float(ncol(ref, "median_s").iloc[0]) * 1e3
+        others = part[(major[part.index] == 1) & (col(part, "env").map(text) != reference_env)]
+        first2 = part[major[part.index] == 2]
+        if others.empty:
+            continue
+        bits = []
+        for r in sorted(records(others), key=lambda r: version_key(r.get("framework_version"))):
+            ms = num(r.get("median_s")) * 1e3
+            bits.append(f"TF {text(r.get('framework_version'))} {ms:,.1f} ms "
+                        f"({ms / ref_ms:.2f}x)")
+        if not first2.empty:
+            r = sorted(records(first2), key=lambda r: version_key(r.get("framework_version")))[0]
+            ms = num(r.get("median_s")) * 1e3
+            bits.append(f"TF {text(r.get('framework_version'))} {ms:,.1f} ms ({ms / ref_ms:.2f}x)")
+        ref_ver = text(ref["framework_version"].iloc[0])
+        r1 = sorted(records(others), key=lambda r: version_key(r.get("framework_version")))[-1]
+        ratio1 = num(r1.get("median_s")) * 1e3 / ref_ms
+        lead = (f"The {m} slowdown is already in TF {text(r1.get('framework_version'))}"
+                if ratio1 >= 1.5 else f"{MODE_TEXT.get(m, m)}")
+        out.append(f"{lead} (tf.keras train_on_batch per step): TF {ref_ver} {ref_ms:,.1f} ms, "
+                   + ", ".join(bits))
+    if not out:
+        return None
+    return {"what": "Where it starts", "text": "; ".join(out) + ".", "cls": "mixed"}
+
+
+def frameworks_line(best: pd.DataFrame) -> dict | None:
+    """Each other framework's fastest training step against TensorFlow's fastest."""
+    if best.empty:
+        return None
+    rows = [r for r in records(best) if text(r.get("task"), "train") == "train"]
+    if not rows:
+        return None
+    bits = []
+    for r in rows:
+        ratio = num(r.get("ratio"))
+        v = norm_verdict(r.get("verdict"))
+        word = ("slower" if v == RIGHT_FASTER else "faster" if v == LEFT_FASTER
+                else "equivalent" if v == EQUIVALENT else "undecided")
+        bits.append(f"{text(r.get('left_family'), text(r.get('left_framework')))} "
+                    f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({word})")
+    ref = rows[0]
+    tf = (f"TensorFlow's best {num(ref.get('right_median_s')) * 1e3:,.1f} ms "
+          f"(TF {text(ref.get('right_framework_version'))} {text(ref.get('right_mode'))} "
+          f"{text(ref.get('right_api'))}, {text(ref.get('right_keras'))})")
+    return {"what": "Best against best (training)", "text": "; ".join(bits) + f" against {tf}.",
+            "cls": "mixed"}
+
+
+def resolution_line(head: pd.DataFrame, level: float) -> dict | None:
+    """The smallest difference this run resolves: the median half-width of a version's CI."""
+    lo, hi = ncol(head, "ratio_ci_low"), ncol(head, "ratio_ci_high")
+    half = (np.sqrt(hi / lo) - 1).dropna()
+    if half.empty:
+        return None
+    bound = ncol(head, "bound_pct").dropna() if "bound_pct" in head.columns else pd.Series()
+    extra = (f"; equivalence bounds (bound_pct) {bound.min():.0f}–{bound.max():.0f} %"
+             if len(bound) else "")
+    return {"what": "Resolution", "text": f"this run resolves differences of about ±"
+            f"{half.median() * 100:.0f} % (the median half-width of a version's "
+            f"{level * 100:.0f} % CI; {half.min() * 100:.0f}–{half.max() * 100:.0f} %){extra}.",
+            "cls": "mixed"}
+
+
+def agreement_line(tabs: dict, previous: dict | None) -> dict:
+    if not previous:
+        return {"what": "Another run", "text": "no previous run's tables were given to compare "
+                "with (make compare-runs A=... B=... lines two runs up).", "cls": "nodata"}
+    here = like_for_like(tabs.get("tf2_vs_tf1", pd.DataFrame()))
+    there = like_for_like(previous.get("tf2_vs_tf1", pd.DataFrame()))
+    keys = ["left_env", "left_cell_id", "right_env", "right_cell_id"]
+    if here.empty or there.empty or not set(keys) <= set(here.columns) & set(there.columns):
+        return {"what": "Another run", "text": "the previous run has no comparable rows.",
+                "cls": "nodata"}
+    merged = here.merge(there, on=keys, suffixes=("", "_prev"))
+    same = (merged["verdict_n"] == merged["verdict_n_prev"]).sum()
+    flips = ((merged["verdict_n"] == LEFT_FASTER) & (merged["verdict_n_prev"] == RIGHT_FASTER)
+             | (merged["verdict_n"] == RIGHT_FASTER) & (merged["verdict_n_prev"] == LEFT_FASTER)
+             ).sum()
+    return {"what": "Another run", "text": f"the verdicts of {same} of {len(merged)} TF 2.x vs "
+            f"TF 1 rows agree with the previous run's; {flips} flip from faster to slower or "
+            "back.", "cls": "mixed" if flips else "equivalent"}
+
+
+def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: float = 0.95,
+                previous: dict | None = None) -> dict:
+    """{"lines": the bottom line, "reference": "TF 1.14.0"}: per mode first, then the rest."""
+    tf2 = tabs.get("tf2_vs_tf1", pd.DataFrame())
+    df = like_for_like(tf2)
+    refs = sorted({text(r) for r in col(df, "right_framework_version").dropna()})
+    reference = "TF " + ", ".join(refs) if refs else reference_env
+    lines = []
+    heads = []
+    for mode in ("graph", "eager"):
+        part = df[(col(df, "mode").map(text) == mode) & (col(df, "api").map(text) == HEADLINE_API)]
+        if part.empty:
+            continue
+        head = headline_rows(part)
+        heads.append(head)
+        lines.append(mode_line(head, mode, HEADLINE_API, reference, level))
+    for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env),
+                 frameworks_line(tabs.get("frameworks_best", pd.DataFrame())),
+                 resolution_line(pd.concat(heads) if heads else pd.DataFrame(), level)):
+        if line:
+            lines.append(line)
+    if previous is not None:
+        lines.append(agreement_line(tabs, previous))
+    for line in lines:
+        line.setdefault("tally", "")
+        line.setdefault("note", "")
+    return {"lines": lines, "reference": reference}

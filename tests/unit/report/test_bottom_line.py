@@ -1,0 +1,98 @@
+"""The bottom line (driver/report/bottom_line.py): computed from the tables, it says what they
+hold and changes when they do; absent tables and columns give fewer lines, never an error."""
+import glob
+
+import pandas as pd
+import pytest
+from helpers import REPO
+
+from driver.report.bottom_line import bottom_line, times
+from driver.tables import bundle
+
+
+def _row(version, ratio, lo, hi, verdict, mode="graph", keras="tf.keras", api="train_on_batch"):
+    return {"machine": "m", "model": "small", "data": "small", "mode": mode, "api": api,
+            "input": "numpy", "device": "cpu", "left_env": f"tf{version}", "right_env": "tf1.14",
+            "left_framework_version": version, "right_framework_version": "1.14.0",
+            "left_keras": keras, "right_keras": "tf.keras", "ratio": ratio,
+            "ratio_ci_low": lo, "ratio_ci_high": hi, "verdict": verdict,
+            "left_cell_id": f"c-{keras}-{mode}", "right_cell_id": f"r-{mode}"}
+
+
+def _tabs(rows):
+    return {"tf2_vs_tf1": pd.DataFrame(rows)}
+
+
+GRAPH = [_row("2.1.0", 0.81, 0.75, 0.88, "left_faster"),
+         _row("2.5.0", 0.89, 0.80, 0.99, "left_faster"),
+         _row("2.10.0", 1.00, 0.85, 1.18, "inconclusive")]
+
+
+def test_mode_line_states_range_typical_and_worst_bound():
+    out = bottom_line(_tabs(GRAPH), pd.DataFrame(), "tf1.14")
+    (line,) = out["lines"][:1]
+    assert line["what"].startswith("Graph mode")
+    assert "0.81–1.00x TF 1.14.0's step time" in line["text"]
+    assert "typically 11 % faster" in line["text"]
+    assert "no version is more than 18 % slower at 95 %" in line["text"]
+    assert line["tally"] == "2 faster, 1 undecided of 3"
+
+
+def test_a_planted_slow_version_is_named_and_moves_the_bound():
+    rows = [*GRAPH, _row("2.15.0", 1.40, 1.25, 1.57, "right_faster")]
+    text = bottom_line(_tabs(rows), pd.DataFrame(), "tf1.14")["lines"][0]["text"]
+    assert "significantly slower: TF 2.15.0 (1.40x)" in text
+    assert "no other version is more than 18 % slower" in text
+    assert "0.81–1.40x" in text
+
+
+def test_keras3_beside_tf_keras_and_tf1_releases():
+    rows = [_row("2.16.0", 1.6, 1.5, 1.7, "right_faster", mode="eager", keras="tf_keras"),
+            _row("2.16.0", 0.9, 0.85, 0.96, "left_faster", mode="eager", keras="keras3")]
+    cells = pd.DataFrame([
+        {"env": e, "framework": "tensorflow", "framework_version": v, "status": "ok",
+         "keras": "tf.keras", "mode": "eager", "api": "train_on_batch", "input": "numpy",
+         "model": "small", "data": "small", "median_s": s}
+        for e, v, s in (("tf1.14", "1.14.0", 0.004), ("tf1.15", "1.15.5", 0.012),
+                        ("tf2.0", "2.0.4", 0.013))])
+    lines = {line["what"]: line["text"] for line in
+             bottom_line(_tabs(rows), cells, "tf1.14")["lines"]}
+    k3 = lines["Today's default tf.keras (Keras 3)"]
+    assert "Keras 3 (TF 2.16.0–2.16.0) 0.90–0.90x" in k3 and "tf_keras 1.60–1.60x" in k3
+    start = lines["Where it starts"]
+    assert "already in TF 1.15.5" in start and "TF 1.15.5 12.0 ms (3.00x)" in start
+    assert "TF 2.0.4 13.0 ms (3.25x)" in start
+
+
+def test_missing_tables_and_columns_degrade():
+    assert bottom_line({}, pd.DataFrame(), "tf1.14")["lines"] == []
+    rows = pd.DataFrame(GRAPH).drop(columns=["ratio_ci_low", "ratio_ci_high"])
+    lines = bottom_line({"tf2_vs_tf1": rows}, pd.DataFrame(), "tf1.14")["lines"]
+    assert len(lines) == 1 and "typically 11 % faster" in lines[0]["text"]
+    assert "at 95 %" not in lines[0]["text"]
+
+
+def test_agreement_with_a_previous_run():
+    prev = [dict(r) for r in GRAPH]
+    prev[0]["verdict"] = "right_faster"  # a flip
+    lines = bottom_line(_tabs(GRAPH), pd.DataFrame(), "tf1.14",
+                        previous=_tabs(prev))["lines"]
+    assert lines[-1]["text"].startswith("the verdicts of 2 of 3 TF 2.x vs TF 1 rows agree")
+    assert "1 flip" in lines[-1]["text"]
+
+
+def test_one_unit_convention():
+    assert times(17.0) == "17.00x (+1,600 %, slower)"
+    assert times(0.89) == "0.89x (11 % faster)"
+
+
+def test_published_first_screen_lines():
+    folder = REPO / "docs" / "tables"
+    if not (folder / "cells.csv").exists():
+        pytest.skip("no published tables")
+    tabs = bundle.read_tables(sorted(glob.glob(str(folder / "*.csv"))))
+    cells = bundle.read_table(folder / "cells.csv")
+    lines = bottom_line(tabs, cells, "tf1.14")["lines"]
+    whats = [line["what"] for line in lines]
+    assert whats[:2] == ["Graph mode, train_on_batch()", "Eager mode, train_on_batch()"]
+    assert 3 <= len(lines) <= 7
