@@ -33,6 +33,7 @@ localrules:
     finish_round,
     plan_round,
     tabulate_cells,
+    plan_order,
     render_report,
 
 

@@ -8,6 +8,8 @@ rule run_cell:
         cell=layout.CELL_PATTERN,
     log:
         "logs/run_cell/{machine}/{env}/{cell}.r{rep}.log",
+    # the round's planned order (driver/study/order.py): its position 0 runs first
+    priority: cell_priority
     conda:
         env_file
     resources:
@@ -64,3 +66,18 @@ checkpoint plan_round:
         budget_s=ALLOCATION["budget_s"],
     script:
         "../scripts/plan_round.py"
+
+
+rule plan_order:
+    input:
+        plan=extra_round_plan,
+    output:
+        order=layout.ORDER_PATTERN,
+    log:
+        "logs/plan_order/{machine}/order{rep}.log",
+    conda:
+        "../envs/workflow/driver.yaml"
+    params:
+        plan=round_plan,
+    script:
+        "../scripts/write_order.py"

@@ -1,5 +1,6 @@
 # Helpers of the workflow: what the study holds (envs, cells, files), from config and envs/*.yaml.
 # Rules files hold rules only; everything they ask about the study comes from here.
+import functools
 import json
 import re
 import sys
@@ -14,12 +15,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from driver.study import envspec  # noqa: E402
 from driver.study import layout  # noqa: E402
+from driver.study import order  # noqa: E402
 from driver.study import provenance  # noqa: E402
 from driver.study.locks import default_lock_path  # noqa: E402
 from driver.tables.registry import NAMES as TABLES  # noqa: E402
 from tfspeed import cells as tfcells  # noqa: E402
 from tfspeed import models  # noqa: E402
-from tfspeed import usermodels  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
 # With --sdm conda, cells run in Snakemake's conda envs made from the same files; else in our venvs.
@@ -122,7 +123,6 @@ def check_config():
             "min_samples %s exceeds max_samples %s"
             % (stop["min_samples"], stop["max_samples"]),
         )
-    register_user_models()
     names = set()
     for i, grid in enumerate(config["grids"]):
         where = "grids[%d] (%s)" % (i, grid["name"])
@@ -151,39 +151,12 @@ def check_config():
                         "%r is a test-only fault model; set "
                         "allow_fault_models: true to use it" % model,
                     )
-            elif model not in models.MODELS or data not in models.DATA:
-                config_error(f"{where}.pairs", unknown_pair(model, data))
-            elif usermodels.is_user(model, data):
-                why = usermodels.pair_error(model, data)
-                if why:
-                    config_error(f"{where}.pairs", why)
             elif not models.output_length_ok(model, data):
                 config_error(
                     f"{where}.pairs",
                     "model %r cannot take data %r (its convolutions "
                     "leave nothing; the seed leaves this pair out)" % (model, data),
                 )
-
-
-def register_user_models():
-    """Config `models` and `data` (a user's own), checked and made known to tfspeed.models."""
-    try:
-        usermodels.register(config.get("models"), config.get("data"))
-    except usermodels.ModelError as exc:
-        config_error(exc.where, exc.message)
-
-
-def unknown_pair(model, data):
-    """The error for a pair naming a model or data that neither the study nor config has."""
-    if model not in models.MODELS:
-        return "unknown model %r; models: %s (config `models` adds your own)" % (
-            model,
-            ", ".join(models.MODELS),
-        )
-    return "unknown data %r; data: %s (config `data` adds your own)" % (
-        data,
-        ", ".join(models.DATA),
-    )
 
 
 check_config()
@@ -233,7 +206,9 @@ EXTRA_ROUNDS = (
 )
 CELL_BY_ID = {(env, tfcells.cell_id(cell)): (env, cell) for env, cell in CELLS}
 # A/A calibration: `twins` cells, spread evenly over the study, also run as independent twin
-# cells under the machine key <machine>.twin; the `twins` table compares each with its original.
+# cells under the machine key <machine>.twin (a suffix of whatever the machine key is); each round
+# places a twin like a real comparison's other side (driver/study/order.py), and allocation treats
+# twin pairs like comparisons; the `twins` and `twins_rate` tables compare each with its original.
 TWINS = (
     [
         CELLS[round(i * (len(CELLS) - 1) / max(1, config["twins"] - 1))]
@@ -245,16 +220,74 @@ TWINS = (
 TWINS = list({(e, tfcells.cell_id(c)): (e, c) for e, c in TWINS}.values())
 
 
-def round_cells(machine, rep):
-    """[(env, cell)] of round `rep`: every cell in the first `repeats` rounds; after them, the
-    cells the checkpoint plan_round chose (driver/tables/allocation.py), possibly none.
+def round_slots(machine, rep):
+    """[order.Slot(env, cell_id, twin)] of round `rep`: every cell and twin in the first `repeats`
+    rounds; after them, what the checkpoint plan_round chose (driver/tables/allocation.py):
+    entries [env, cell_id], or [env, cell_id, "twin"] for a twin process; possibly none.
     """
     if rep < REPEATS:
-        return CELLS
+        return [order.Slot(e, tfcells.cell_id(c)) for e, c in CELLS] + [
+            order.Slot(e, tfcells.cell_id(c), True) for e, c in TWINS
+        ]
     plan = checkpoints.plan_round.get(machine=machine, rep=rep).output.plan
     with open(plan) as handle:
         chosen = json.load(handle)["cells"]
-    return [CELL_BY_ID[tuple(key)] for key in chosen if tuple(key) in CELL_BY_ID]
+    return [
+        order.Slot(key[0], key[1], key[2:] == ["twin"])
+        for key in chosen
+        if (key[0], key[1]) in CELL_BY_ID
+    ]
+
+
+@functools.lru_cache(maxsize=None)
+def round_order(machine, rep):
+    """The round's slots in their planned order (driver/study/order.py), and each one's position."""
+    ordered = order.plan_order(
+        round_slots(machine, rep), config["reference_env"], config["order"]["seed"], rep
+    )
+    return ordered, order.positions(ordered)
+
+
+def round_plan(wildcards):
+    """What results/rounds/<machine>/order<rep>.json records: the seed and the order."""
+    rep = int(wildcards.rep)
+    ordered, _ = round_order(wildcards.machine, rep)
+    return order.plan_document(
+        ordered,
+        wildcards.machine,
+        config["reference_env"],
+        config["order"]["seed"],
+        rep,
+    )
+
+
+def extra_round_plan(wildcards):
+    """An extra round's order is planned from the allocation's choice (the checkpoint)."""
+    if int(wildcards.rep) < REPEATS:
+        return []
+    return [checkpoints.plan_round.get(**wildcards).output.plan]
+
+
+def cell_priority(wildcards):
+    """Snakemake runs the ready job of highest priority first, and every cell of a round becomes
+    ready at once (after the round before): the planned order, position 0 first. Below zero, the
+    default of every other rule, so that env builds (which take the timing slot too) all run
+    before the first cell: round 0 is not reordered by envs becoming ready one by one.
+    """
+    machine = layout.base_machine(wildcards.machine)
+    ordered, position = round_order(machine, int(wildcards.rep))
+    slot = order.Slot(wildcards.env, wildcards.cell, layout.is_twin(wildcards.machine))
+    return -1 - position.get(slot, len(ordered))
+
+
+def order_files(machine=None):
+    """The plan file of every round this study runs."""
+    machine = machine or MACHINE
+    return [
+        layout.order_path(machine, r)
+        for r in range(REPEATS + EXTRA_ROUNDS)
+        if r < REPEATS or round_slots(machine, r)
+    ]
 
 
 def cell_files(rep=None, machine=None):
@@ -273,12 +306,14 @@ def cell_files(rep=None, machine=None):
 
 
 def round_files(machine, rep):
-    """Cell files of one round: the chosen cells, and in the first rounds the twin cells."""
-    files = [layout.cell_path(machine, e, c, rep) for e, c in round_cells(machine, rep)]
-    if rep < REPEATS:
-        twin = layout.twin_key(machine)
-        files += [layout.cell_path(twin, e, c, rep) for e, c in TWINS]
-    return files
+    """Cell files of one round: the chosen cells and twin cells (under the twin machine key)."""
+    twin = layout.twin_key(machine)
+    return [
+        layout.cell_path(
+            twin if s.twin else machine, s.env, CELL_BY_ID[(s.env, s.cell_id)][1], rep
+        )
+        for s in round_slots(machine, rep)
+    ]
 
 
 def files_before_round(wildcards):
@@ -297,13 +332,7 @@ def stop_rule(model):
 
 
 def cell_params(wildcards):
-    """The cell's axes as JSON; a user's model or data travels with it as `spec` (the seed's
-    cells' parameters stay as they were)."""
-    cell = tfcells.parse_cell_id(wildcards.cell)
-    spec = usermodels.payload(cell["model"], cell["data"])
-    if spec:
-        cell["spec"] = spec
-    return json.dumps(cell, sort_keys=True)
+    return json.dumps(tfcells.parse_cell_id(wildcards.cell), sort_keys=True)
 
 
 def rule_params(wildcards):
@@ -327,8 +356,10 @@ def cell_inputs(wildcards):
     if not USE_CONDA:
         out["manifest"] = env_manifest(wildcards)
     rep = int(wildcards.rep)
+    machine = layout.base_machine(wildcards.machine)
+    # the round's plan is written before the round runs (ancient: a new plan reruns no cell)
+    out["order"] = ancient(layout.order_path(machine, rep))
     if rep > 0:
-        machine = layout.base_machine(wildcards.machine)
         out["previous_round"] = ancient(layout.round_marker(machine, rep - 1))
     return out
 

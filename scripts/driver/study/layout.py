@@ -31,6 +31,8 @@ MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
 # The allocation's plan of each extra round (rounds after the first `repeats`).
 PLAN_PATTERN = RESULTS + "/rounds/{machine}/round{rep}.json"
+# The planned order of every round (driver/study/order.py), written before the round runs.
+ORDER_PATTERN = RESULTS + "/rounds/{machine}/order{rep}.json"
 
 # Twin cells (A/A calibration) run under a machine key of their own beside the machine's.
 TWIN_SUFFIX = ".twin"
@@ -48,6 +50,10 @@ def table_path(name):
 
 def env_manifest(machine, env):
     return f"{ENVS}/{machine}/{env}.json"
+
+
+def order_path(machine, repeat):
+    return f"{RESULTS}/rounds/{machine}/order{int(repeat)}.json"
 
 
 def round_marker(machine, repeat):
