@@ -12,6 +12,7 @@ import pytest
 from make_golden import aggregate
 
 from driver.report import answer
+from driver.report.bottom_line import bottom_line
 from driver.tables import bundle
 
 REPO = Path(__file__).resolve().parents[3]
@@ -35,6 +36,11 @@ def test_page_holds_the_first_screen_and_the_runs_facts(results, tmp_path):
     assert first["sentences"], "the quick run has like-for-like TF 2 vs TF 1 rows"
     for item in first["sentences"]:
         assert item["text"] in page and item["what"] in page
+    cells_typed = bundle.read_tables([results / "tables" / "cells.csv"])["cells"]
+    bottom = bottom_line(tabs, cells_typed, "tf1.14")["lines"]
+    assert bottom
+    for line in bottom:
+        assert "- **%s**: %s" % (line["what"], line["text"]) in page
     assert "within 10% of" in page
     facts = json.loads((results / "tables" / "facts.json").read_text())
     assert "- measured: %s\n" % facts["dates"] in page
