@@ -1,13 +1,20 @@
-"""Make scripts/ importable (`import tfspeed.stats`, `from driver import ...`); the quick study
-fixture."""
+"""Make scripts/ importable (`import tfspeed.stats`, `from driver import ...`) and the shared test
+support (tests/support/: helpers, synthetic cell files and studies, the browser and cluster
+drivers, the golden outputs' writer); the quick study fixture.
+
+Layout: unit/<layer>/ (pure tests, one folder per layer of scripts/driver/ and one for
+scripts/tfspeed/), e2e/ (tests that run Snakemake: the workflow, envs, config, fidelity,
+replication), browser/ (the report in headless Chromium), cluster/ (a local SLURM cluster).
+"""
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+TESTS = Path(__file__).resolve().parent
+for folder in (TESTS.parent / "scripts", TESTS / "support"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 @pytest.fixture(scope="session")

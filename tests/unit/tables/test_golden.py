@@ -1,5 +1,6 @@
 """Golden test: the checked-in real cell files (tests/fixtures/cells, from a quick run) give
-exactly the checked-in tables and workbook values (tests/fixtures/golden, see make_golden.py)."""
+exactly the checked-in tables and workbook values (tests/fixtures/golden, written by
+tests/support/make_golden.py)."""
 import json
 
 import pandas as pd

@@ -14,16 +14,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import browser
 import pandas as pd
 import pytest
-from test_report import REPO, SECTION_IDS, aggregate, browser, needs_chromium, report, synthetic_study
+from browser import needs_chromium
+from report_study import REPO, aggregate, synthetic_study
 
 from driver.report import (
     answer,  # noqa: E402
     coverage,  # noqa: E402
     split,  # noqa: E402
 )
+from driver.report import render as report
 from driver.report import source_claims as seedcheck  # noqa: E402
+
+SECTION_IDS = [s for s, _ in report.SECTIONS]
 
 SHOTS = REPO / "build" / "report-test"
 FIXTURE_CELLS = REPO / "tests" / "fixtures" / "cells"

@@ -10,7 +10,7 @@ import yaml
 from tfspeed import models, timing
 from tfspeed.timing import RULE_KEYS
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml").read_text())
 STOP_DEFAULTS = {k: v["default"] for k, v in SCHEMA["properties"]["stop"]["properties"].items()}
 
 

@@ -7,7 +7,7 @@ import yaml
 from driver.study import envspec
 from tfspeed import cells, models
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
 
 

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
     "--headless",
@@ -272,3 +274,9 @@ if __name__ == "__main__":
 
     print(json.dumps(inspect(sys.argv[1], screenshot=sys.argv[2] if len(sys.argv) > 2 else None,
                              fragment=sys.argv[3] if len(sys.argv) > 3 else None), indent=1))
+
+
+needs_chromium = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason="Chromium is not installed at /usr/bin/chromium (Debian: apt-get install chromium); "
+           "CI installs it")

@@ -1,9 +1,9 @@
 """Write the golden outputs of aggregation for the checked-in cell files (tests/fixtures/cells/,
 real files from a quick run): tests/fixtures/golden/<table>.csv and workbook.json (every sheet's
-cell values). test_golden.py checks that aggregation still gives exactly these.
+cell values). tests/unit/tables/test_golden.py checks that aggregation still gives exactly these.
 
 Run it only when a change to the tables is intended, and say so in the commit:
-    .venv/bin/python tests/make_golden.py
+    .venv/bin/python tests/support/make_golden.py
 """
 import datetime
 import json
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import openpyxl
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "scripts"))
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS.parent / "scripts"))
 
 from driver.tables import aggregate as tab  # noqa: E402
 from driver.tables.registry import NAMES  # noqa: E402
 
-FIXTURES = HERE / "fixtures"
+FIXTURES = TESTS / "fixtures"
 CELLS = FIXTURES / "cells"
 GOLDEN = FIXTURES / "golden"
 # Fixed inputs: the about sheet carries the time and the config; the bootstrap has a fixed seed.

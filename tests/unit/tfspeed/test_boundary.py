@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 # What a framework env does not have (or must not reach for).
 FORBIDDEN = ("driver", "pandas", "scipy", "matplotlib", "jinja2", "yaml", "jsonschema",
              "snakemake", "openpyxl", "xlsxwriter", "statsmodels")
