@@ -9,12 +9,14 @@ neighbour is significantly faster. A DON'T says "one change makes it faster": it
 when some neighbour is. Cells of the line that failed (crashed, hung, unusable) count for a
 DON'T: the seed's "[Major] tf.python.keras" warns of exactly that.
 """
+import itertools
 import math
 
 import pandas as pd
 
 from driver.report.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
-from driver.report.fmt import num, records, text
+from driver.report.fmt import num, records, text, version_key
+from tfspeed import cells as tfcells
 
 NEIGHBOUR_TABLES = {"graph_vs_eager": "mode", "fit_vs_train_on_batch": "api",
                     "numpy_vs_tfdata": "input", "keras_vs_tfkeras": "keras"}
@@ -111,6 +113,10 @@ def check_line(kind: str, words: str, spec: dict, tabs: dict, cells: pd.DataFram
     fails = failed_cells(cells, spec)
     measured = [r for r in records(cells) if text(r.get("status")) == "ok" and matches(r, spec)]
     if not rows and not fails:
+        reason = impossible_reason(spec, cells)
+        if reason:
+            return {"kind": kind, "words": words, "status": "impossible", "cls": "nodata",
+                    "evidence": f"this configuration cannot exist: {reason}"}
         why = ("no cell of this configuration was measured here" if not measured else
                "its cells have no one-factor neighbour here")
         return {"kind": kind, "words": words, "status": "not testable here", "cls": "nodata",
@@ -134,6 +140,9 @@ def check_line(kind: str, words: str, spec: dict, tabs: dict, cells: pd.DataFram
         status, cls = "does not hold", "fails"
     else:
         status, cls = "undecided", "ns"
+    split = _split(good, bad, envs)
+    if split:
+        status, cls = split, "mixed"
     better: dict = {}
     for r in rows:
         if r["outcome"] == "slower" and r["speedup"] > 0:
@@ -149,6 +158,60 @@ def check_line(kind: str, words: str, spec: dict, tabs: dict, cells: pd.DataFram
                      f"({', '.join(sorted(failed_envs))}): counted for the DON'T")
     return {"kind": kind, "words": words, "status": status, "cls": cls,
             "evidence": "; ".join(parts) + f" ({len(rows)} comparisons)"}
+
+
+def _major_of(env: str) -> int | None:
+    key = version_key(env)
+    return key[0] if key and key[0] != math.inf else None
+
+
+def _split(good: list, bad: list, envs: list) -> str:
+    """'holds in TF 1 (tf1.14), not in TF 2 (tf2.0)' when the line's verdict follows the TF
+    major version: every env of one major holds and every env of the other does not."""
+    majors = {}
+    for env in envs:
+        majors.setdefault(_major_of(env), []).append(env)
+    if len(majors) != 2 or None in majors:
+        return ""
+    verdicts = {m: ("holds" if all(e in good for e in es) else "fails" if all(e in bad for e in es)
+                    else "undecided" if not any(e in good for e in es) else "")
+                for m, es in majors.items()}
+    if sorted(verdicts.values()) not in (["fails", "holds"], ["holds", "undecided"]):
+        return ""
+    yes = next(m for m, v in verdicts.items() if v == "holds")
+    no = next(m for m, v in verdicts.items() if v != "holds")
+    how = "does not hold" if verdicts[no] == "fails" else "undecided"
+    return (f"split: holds in TF {yes} ({', '.join(majors[yes])}); {how} in TF {no} "
+            f"({', '.join(majors[no])})")
+
+
+def impossible_reason(spec: dict, cells: pd.DataFrame) -> str:
+    """The reason the study's own rules (tfspeed.cells.why_not) give why every configuration the
+    line names cannot exist in the TF versions it names, or '' when one of them can."""
+    versions = {}
+    for r in records(cells):
+        if text(r.get("framework")) == "tensorflow" and text(r.get("framework_version")):
+            v = text(r.get("framework_version"))
+            versions.setdefault(version_key(v)[0], v)
+    majors = [m for m in spec.get("tf", [1, 2]) if m in versions]
+    if not majors:
+        return ""
+    axes = {a: spec.get(a) or [default] for a, default in (
+        ("model", "small"), ("data", "small"), ("keras", "tf.keras"), ("mode", "graph"),
+        ("api", "train_on_batch"), ("input", "numpy"), ("device", "cpu"))}
+    reasons = []
+    for major in majors:
+        env = {"framework": "tensorflow", "framework_version": versions[major],
+               "flavours": list(tfcells.KERAS), "devices": ["cpu", "gpu"]}
+        for combo in itertools.product(*axes.values()):
+            try:
+                why = tfcells.why_not(env, dict(zip(axes, combo)))
+            except (KeyError, TypeError, ValueError):
+                return ""
+            if not why:
+                return ""
+            reasons.append(why)
+    return reasons[0] if reasons else ""
 
 
 def seed_checks(tabs: dict, cells: pd.DataFrame) -> list[dict]:

@@ -1,15 +1,18 @@
-"""Which configuration to use: the DO / DON'T lists per model and data, this machine's rules, the
-source study's DO / DON'T and claims checked here, and the filterable versions table."""
+"""Which configuration to use: per task (training, inference), model and data the rules merged
+across versions with the line of code that selects each mode, the filterable versions table,
+this machine's one-factor rules, and the source study's DO / DON'T and claims checked here."""
+from driver.report import guidance as rules_of
 from driver.report import source_claims as seedcheck
 from driver.report import views
-from driver.report.claims import claims, guidance_view
+from driver.report.claims import claims
 
 ID, TITLE, ORDER = "guidance", "Which configuration", 20
 
 
 def build(data) -> dict:
-    return {"seed": seedcheck.seed_checks(data.tabs, data.cells),
+    blocks = rules_of.rules(data.table("guidance"), data.cells)
+    return {"blocks": blocks, "switch": rules_of.switch_lines(blocks),
+            "seed": seedcheck.seed_checks(data.tabs, data.cells),
             "rules": seedcheck.machine_rules(data.tabs),
             "claims": claims(data.tabs, data.cells),
-            "guidance": guidance_view(data.table("guidance")),
             "versions": views.versions_view(data.table("versions"), data.order)}
