@@ -7,9 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 SNAKEMAKE := $(BIN)/snakemake
 CORES ?= 2
+CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -24,6 +25,9 @@ venv: $(VENV)/.installed  ## the workflow's own environment (.venv/): Snakemake,
 
 study: venv  ## the default study (config.yaml): results/report.html, study.xlsx, tables/cells.csv
 	$(SNAKEMAKE) --cores $(CORES) $(ARGS)
+
+own: venv  ## the factor grid on your own model: make own CONFIG=my_model.yaml (template presets/own_model.yaml) into build/own/<name>/results/
+	$(SNAKEMAKE) --cores $(CORES) --directory build/own/$(basename $(notdir $(CONFIG))) --configfile $(abspath $(CONFIG)) $(ARGS)
 
 quick: venv  ## the quick preset (tests/quick.yaml) into build/quick/results/
 	$(SNAKEMAKE) --cores $(CORES) --directory build/quick --configfile $(CURDIR)/tests/quick.yaml $(ARGS)

@@ -42,7 +42,7 @@ def threads_used(prepared):
 
 
 def run(cell, rule_dict, framework, foreign_max_share):
-    from tfspeed import backends, machine, stats, timing, usermodels
+    from tfspeed import backends, machine, samefunction, stats, timing, usermodels
     from tfspeed.machine import WINDOW_END, WINDOW_START
     from tfspeed.models import FAULT_MODELS
 
@@ -68,6 +68,8 @@ def run(cell, rule_dict, framework, foreign_max_share):
     announce(WINDOW_END)
     threads = threads_used(prepared)  # still inside the framework's steady state
     loss_last = prepared.step()
+    if usermodels.is_user(cell["model"]):  # after the timed window: same weights, same outputs?
+        out["same_function"] = samefunction.check(cell, framework)
     out.update({
         "samples_s": samples, "stopped_by": stopped_by, "timed_wall_s": wall,
         "too_few_samples": too_few is not None, "too_few_reason": too_few,

@@ -96,10 +96,12 @@ def _gap(layers, spec, index, x):
 
 
 # The layers beyond the seed's (usermodels.py), each (layers, spec, index, x) -> x. A GRU is
-# Keras 2's and 3's reset_after=True (what cuDNN and PyTorch compute; Keras 2.2's default is False).
+# reset_after=True with a sigmoid recurrent activation, what TF 2's Keras, Keras 3, cuDNN and PyTorch
+# compute (Keras before TF 2.0 defaults to reset_after=False and hard_sigmoid).
 _NEW_LAYERS = {
     "embedding": lambda L, s, i, x: L.Embedding(s[1], s[2])(x),
-    "gru": lambda L, s, i, x: L.GRU(s[1], return_sequences=True, reset_after=True)(x),
+    "gru": lambda L, s, i, x: L.GRU(s[1], return_sequences=True, reset_after=True,
+                                      recurrent_activation="sigmoid")(x),
     "batchnorm": lambda L, s, i, x: L.BatchNormalization()(x),
     "layernorm": lambda L, s, i, x: _layer(L, "LayerNormalization", s, i)()(x),
     "mha": _self_attention,
@@ -181,3 +183,36 @@ def numpy_steps(net, x, y, api):
     if api == "fit":
         return fit_step(net, (x, y), api_batch=x.shape[0])
     raise Unsupported("api %s with numpy input" % api)
+
+
+# Keras layers holding each description layer's weights, in order (samefunction.py): one each,
+# and an encoder block's attention, norm, two dense layers and norm.
+_WEIGHT_SPLITS = {"encoder": (8, 2, 2, 2, 2)}
+
+
+def same_function_output(cell, framework, x, weights):
+    """A second build of the cell's model in its Keras, with samefunction's seeded weights, run
+    forward in inference (predict) on x; after the timed window, never inside it."""
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        from .tf import keras_module
+        K = keras_module(tf, cell["keras"])
+    else:
+        import keras as K
+    net = build_model(K, cell["model"], cell["data"])
+    per_layer = []
+    for spec, arrays in zip(MODELS[cell["model"]], weights):
+        if not arrays:
+            continue
+        start = 0
+        for size in _WEIGHT_SPLITS.get(spec[0], (len(arrays),)):
+            per_layer.append(arrays[start:start + size])
+            start += size
+    held = [layer for layer in net.layers if layer.weights]
+    if len(held) != len(per_layer):
+        raise ValueError("%d Keras layers hold weights, the description gives %d"
+                         % (len(held), len(per_layer)))
+    for layer, arrays in zip(held, per_layer):
+        layer.set_weights(arrays)
+    return np.asarray(net.predict(x, batch_size=x.shape[0], verbose=0))

@@ -216,3 +216,82 @@ def build(torch, model, data):
         else:
             raise ValueError("layer %r has no PyTorch translation" % kind)
     return nn.Sequential(*layers)
+
+
+def same_function_output(model, data, x, weights):
+    """A second build of the model with samefunction's seeded weights (Keras' layouts, turned into
+    PyTorch's), run forward in eval mode under no_grad on x; after the timed window."""
+    import numpy as np
+    import torch
+
+    net = build(torch, model, data)
+    held = [m for m in net.children() if any(True for _ in m.parameters())]
+    state = []  # (parameter or buffer, array) pairs
+
+    def t(a):
+        return np.ascontiguousarray(a)
+
+    def linear(module, kernel, bias):
+        state.extend([(module.weight, t(kernel.reshape(-1, kernel.shape[-1]).T
+                                        if kernel.ndim == 2 else kernel)), (module.bias, bias)])
+
+    def attention(module, arrays):
+        qk, qb, kk, kb, vk, vb, ok, ob = arrays
+        for dense, kernel, bias in ((module.query, qk, qb), (module.key, kk, kb),
+                                    (module.value, vk, vb)):
+            state.extend([(dense.weight, t(kernel.reshape(kernel.shape[0], -1).T)),
+                          (dense.bias, bias.reshape(-1))])
+        state.extend([(module.output.weight, t(ok.reshape(-1, ok.shape[-1]).T)),
+                      (module.output.bias, ob)])
+
+    def gates(a, u):  # Keras' GRU gates z, r, h -> PyTorch's r, z, n
+        return np.concatenate([a[..., u:2 * u], a[..., :u], a[..., 2 * u:]], -1)
+
+    specs = [(s, w) for s, w in zip(MODELS[model], weights) if w]
+    if len(specs) != len(held):
+        raise ValueError("%d PyTorch modules hold weights, the description gives %d"
+                         % (len(held), len(specs)))
+    for (spec, arrays), module in zip(specs, held):
+        kind = spec[0]
+        if kind in ("conv1d", "conv2d", "conv3d"):
+            n = arrays[0].ndim - 2
+            state.extend([(module.weight, t(arrays[0].transpose((n + 1, n) + tuple(range(n))))),
+                          (module.bias, arrays[1])])
+        elif kind == "dense":
+            linear(module, *arrays)
+        elif kind in ("lstm", "bilstm"):
+            for d in range(len(module.inputs)):
+                kernel, recurrent, bias = arrays[3 * d:3 * d + 3]
+                state.extend([(module.inputs[d].weight, t(kernel.T)), (module.inputs[d].bias, bias),
+                              (module.recurrent[d].weight, t(recurrent.T))])
+        elif kind == "gru":
+            kernel, recurrent, bias = arrays
+            u, rnn = recurrent.shape[0], module.rnn
+            state.extend([(rnn.weight_ih_l0, t(gates(kernel, u).T)),
+                          (rnn.weight_hh_l0, t(gates(recurrent, u).T)),
+                          (rnn.bias_ih_l0, gates(bias[0], u)), (rnn.bias_hh_l0, gates(bias[1], u))])
+        elif kind == "embedding":
+            state.append((module.weight, arrays[0]))
+        elif kind == "batchnorm":
+            state.extend(zip((module.weight, module.bias, module.running_mean, module.running_var),
+                             arrays))
+        elif kind == "layernorm":
+            state.extend(zip((module.weight, module.bias), arrays))
+        elif kind == "mha":
+            attention(module, arrays)
+        elif kind == "encoder":
+            attention(module.attention, arrays[:8])
+            state.extend(zip((module.norm1.weight, module.norm1.bias), arrays[8:10]))
+            linear(module.ff1, *arrays[10:12])
+            linear(module.ff2, *arrays[12:14])
+            state.extend(zip((module.norm2.weight, module.norm2.bias), arrays[14:16]))
+    with torch.no_grad():
+        for target, array in state:
+            value = torch.as_tensor(np.asarray(array, dtype="float32"))
+            if tuple(target.shape) != tuple(value.shape):
+                raise ValueError("weight shape %s for %s" % (tuple(value.shape),
+                                                             tuple(target.shape)))
+            target.copy_(value)
+        net.eval()
+        xt = torch.from_numpy(x)
+        return net(xt.long() if x.dtype.kind == "i" else xt).numpy()

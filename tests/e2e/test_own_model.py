@@ -1,0 +1,86 @@
+"""A user's own model, described in a config file of their own (outside config.yaml): it runs end
+to end in TF (Keras 3) and PyTorch, a Keras without its layers writes skipped cells with the
+reason, and its report names the model; malformed descriptions stop the study before any job."""
+import copy
+
+import pandas as pd
+import pytest
+import yaml
+from helpers import REPO, snakemake, write_config
+
+pytestmark = pytest.mark.e2e
+
+PRESET = REPO / "presets" / "own_model.yaml"
+
+
+def own_config(**changes):
+    """The template preset, made small: few steps, one process, TF 1.14, TF 2.21 and PyTorch."""
+    config = yaml.safe_load(PRESET.read_text())
+    config.update(envs=["tf1.14", "tf2.21", "torch2.13"], reference_env="tf1.14", repeats=1,
+                  stop={"rule": "fixed", "iterations": 6})
+    config["data"]["tokens"].update(batch=8, shape=[16])
+    config["grids"] = [
+        {"name": "own_tf", "envs": ["tf1.14", "tf2.21"], "pairs": [["encoder_classifier", "tokens"]],
+         "keras": ["tf.keras", "keras3"], "modes": ["eager", "graph"],
+         "apis": ["train_on_batch", "custom_loop"], "inputs": ["numpy"]},
+        {"name": "own_torch", "envs": ["torch2.13"], "pairs": [["encoder_classifier", "tokens"]],
+         "keras": ["none"], "modes": ["eager"], "apis": ["custom_loop", "call"],
+         "inputs": ["numpy"]},
+    ]
+    config.update(changes)
+    return config
+
+
+def test_own_model_runs_end_to_end_and_the_report_names_it(tmp_path):
+    cfg = write_config(tmp_path / "my_model.yaml", own_config())
+    work = tmp_path / "work"
+    snakemake(work, cfg, "--cores", "2", check=True)
+    cells = pd.read_csv(work / "results/tables/cells.csv")
+    assert set(cells.model) == {"encoder_classifier"} and set(cells.data) == {"tokens"}
+    ok = cells[cells.status == "ok"]
+    # Keras 3 on TF 2.21 (fit-less train_on_batch and a custom loop) and PyTorch ran it
+    assert {("tf2.21", "train_on_batch"), ("tf2.21", "custom_loop"),
+            ("torch2.13", "custom_loop"), ("torch2.13", "call")} <= set(zip(ok.env, ok.api)), \
+        cells[["env", "cell_id", "status", "reason"]]
+    # TF 1.14's tf.keras has no MultiHeadAttention: only its cells are impossible, with the reason
+    tf1 = cells[cells.env == "tf1.14"]
+    assert len(tf1) and (tf1.status == "skipped").all(), tf1[["cell_id", "status", "reason"]]
+    assert tf1.reason.str.contains("MultiHeadAttention").all()
+    # FLOPs per step from the description: batch 8, 16 tokens, dim 32, 2 heads x 16, ff 64
+    b, n, d, h, k, ff, classes = 8, 16, 32, 2, 16, 64, 4
+    forward = (3 * 2 * b * n * d * h * k + 2 * 2 * b * h * n * n * k + 2 * b * n * h * k * d
+               + 2 * 2 * b * n * d * ff + 2 * b * d * classes)
+    flops = dict(zip(ok.api, ok.flops_per_step))
+    assert flops["call"] == forward and flops["custom_loop"] == 3 * forward
+    # the losses are finite numbers: the sparse targets reached every framework's loss
+    assert ok.median_s.gt(0).all()
+    report = (work / "results/report.html").read_text()
+    assert "encoder_classifier" in report
+    assert (work / "results/study.xlsx").stat().st_size > 0
+
+
+BAD_LAYERS = {
+    "unknown layer": ([["embedding", 2000, 32], ["transformer", 2, 16], "gap",
+                       ["dense", 4, "softmax"]],
+                      ["models.encoder_classifier.layers[1]", "unknown layer 'transformer'"]),
+    "wrong arity": ([["embedding", 2000, 32], ["encoder", 2, 16], "gap", ["dense", 4, "softmax"]],
+                    ["layers[1]", "encoder takes 3 arguments"]),
+    "impossible shape": ([["embedding", 2000, 32], ["conv1d", 8, 80, 1, "valid"], "gap",
+                          ["dense", 4, "softmax"]],
+                         ["layers[1] (conv1d 8 80 1 valid)", "impossible shape"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LAYERS))
+def test_malformed_model_stops_before_any_job(tmp_path, case):
+    layers, words = BAD_LAYERS[case]
+    config = own_config()
+    config["models"] = copy.deepcopy(config["models"])
+    config["models"]["encoder_classifier"]["layers"] = layers
+    cfg = write_config(tmp_path / "bad_model.yaml", config)
+    proc = snakemake(tmp_path / "work", cfg, "--cores", "1")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    for word in words:
+        assert word in out, "expected %r in the error:\n%s" % (word, out[-3000:])
+    assert not (tmp_path / "work" / "results").exists(), "a job ran before the config was checked"
