@@ -23,6 +23,7 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/envs.smk"
 include: "rules/bench.smk"
+include: "rules/probe.smk"
 include: "rules/aggregate.smk"
 include: "rules/report.smk"
 

@@ -2,6 +2,7 @@
 # Rules files hold rules only; everything they ask about the study comes from here.
 import functools
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -355,6 +356,11 @@ def cell_inputs(wildcards):
     out = {}
     if not USE_CONDA:
         out["manifest"] = env_manifest(wildcards)
+    if PROBE["processes"]:
+        # the machine's probe runs first (ancient: a new probe reruns no finished cell)
+        out["probe"] = ancient(
+            layout.probe_latest(layout.base_machine(wildcards.machine))
+        )
     rep = int(wildcards.rep)
     machine = layout.base_machine(wildcards.machine)
     # the round's plan is written before the round runs (ancient: a new plan reruns no cell)
@@ -371,6 +377,59 @@ def manifest_arg(wildcards, input):
 def other_machine_cells(wildcards):
     """Cell files copied in from other machines (results/cells/<key>/), per config `machines`."""
     return layout.other_machine_files(layout.CELLS, MACHINE, config["machines"])
+
+
+# The machine probe (driver/study/probe.py, rules/probe.smk): NumPy's matmul and the small model in
+# the reference env, run before any cell of the study.
+PROBE = config["probe"]
+PROBE_ENV = config["reference_env"]
+
+
+def probe_cells():
+    """JSON [{id, cell, rule}] of the probe's cells that can exist in the probe env."""
+    spec = ENV_SPECS[PROBE_ENV]
+    if "invalid" in spec:
+        return "[]"
+    grid = {
+        "pairs": [["matmul", "matmul"]],
+        "keras": ["none"],
+        "modes": ["numpy"],
+        "apis": ["matmul"],
+        "inputs": ["numpy"],
+        "devices": ["cpu"],
+    }
+    cells = tfcells.expand_grid(spec, grid)[:1]
+    grid = dict(grid, pairs=[["small", "small"]], keras="all", modes=["graph", "eager"])
+    cells += tfcells.expand_grid(spec, dict(grid, apis=["train_on_batch"]))[:1]
+    items = [
+        {"id": tfcells.cell_id(c), "cell": c, "rule": stop_rule(c["model"])}
+        for c in cells
+    ]
+    return json.dumps(items, sort_keys=True)
+
+
+def probe_stamp(wildcards):
+    """Changes when the study has other cells to run, or the machine rebooted (boot id), so the
+    probe runs again at the start of every study that times something."""
+    files = [
+        layout.cell_path(wildcards.machine, e, c, r)
+        for r in range(REPEATS)
+        for e, c in CELLS
+    ]
+    missing = [f for f in files if not os.path.exists(f)]
+    return envspec.spec_hash(json.dumps([provenance.boot_id(), missing]))
+
+
+def probe_inputs(wildcards):
+    return (
+        {}
+        if USE_CONDA
+        else {"manifest": layout.env_manifest(wildcards.machine, PROBE_ENV)}
+    )
+
+
+def probe_env_file(wildcards):
+    return ENV_SPECS[PROBE_ENV]["path"]
 
 
 def final_outputs():

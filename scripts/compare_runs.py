@@ -17,6 +17,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from driver.study import fingerprint  # noqa: E402
 from driver.tables import bundle  # noqa: E402
 from driver.tables.registry import COMPARISONS  # noqa: E402
 
@@ -80,6 +81,8 @@ def compare_runs(a, b) -> dict:
         "moved_cells": moved[CELL_KEYS + ["median_s_a", "median_s_b"]].to_dict("records"),
         "median_ratio_change": (float((both["ratio_b"] / both["ratio_a"]).median())
                                 if len(both) else None),
+        # one machine or two (driver/study/fingerprint.py, from each side's facts.json)
+        "machines": fingerprint.compare_folders(fa, fb),
     }
 
 
@@ -94,6 +97,7 @@ def main(argv=None):
         print(f"compare-runs: {exc}", file=sys.stderr)
         return 2
     agreement = out["agreement"]
+    print(f"machines: {out['machines']['note']}")
     print(f"{out['comparisons_matched']} comparisons in both runs "
           f"({out['only_in_a']} only in A, {out['only_in_b']} only in B); verdicts agree: "
           + ("n/a" if agreement is None else f"{agreement:.1%}"))

@@ -21,6 +21,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from driver.study import (
+    layout,  # noqa: E402
+    probe,  # noqa: E402
     provenance,  # noqa: E402
     record,  # noqa: E402
 )
@@ -228,6 +230,8 @@ def supervise(args):
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
     # the thread variables the cell runs with (not the supervisor's own, which the cell never sees)
     prov["machine"]["thread_env"] = {k: env.get(k) for k in provenance.THREAD_VARS}
+    # the machine's probe this study ran before its cells (rule probe_machine), in brief
+    prov["machine"]["probe"] = probe.brief(layout.probe_latest(layout.base_machine(args.machine)))
     # The cell process writes here first; only the supervisor writes into results/ (atomically).
     fd, tmp = tempfile.mkstemp(prefix="tfspeed-cell-", suffix=".json")
     os.close(fd)

@@ -176,3 +176,45 @@ def differences(old, new):
         else:
             out.append("%s: %s -> %s" % (key, json.dumps(a), json.dumps(b)))
     return out
+
+
+def compare_machines(machines_a, machines_b):
+    """Do two results come from one machine? `machines_*`: facts.json's "machines" ({key: the
+    machine facts of a cell file}); twin keys are left out. same_machine is None where a side has
+    no fingerprint (results from before fingerprints)."""
+    def hashes(machines):
+        out = set()
+        for key, facts in (machines or {}).items():
+            if key.endswith(".twin") or not isinstance(facts, dict):
+                continue
+            found = facts.get("fingerprints") or [(facts.get("fingerprint") or {}).get("hash")]
+            out.update(h for h in found if h)
+        return out
+
+    a, b = hashes(machines_a), hashes(machines_b)
+    if not a or not b:
+        return {"same_machine": None, "note": "one side's results carry no machine fingerprint: "
+                "whether they come from one machine is unknown"}
+    if len(a) > 1 or len(b) > 1:
+        return {"same_machine": False, "note": "a side holds %d and %d fingerprints: results "
+                "of several machines" % (len(a), len(b))}
+    if a == b:
+        return {"same_machine": True, "note": "one machine (fingerprint %s)" % next(iter(a))[:8]}
+    fa = next(f.get("fingerprint") for f in machines_a.values() if isinstance(f, dict)
+              and (f.get("fingerprint") or {}).get("hash") in a)
+    fb = next(f.get("fingerprint") for f in machines_b.values() if isinstance(f, dict)
+              and (f.get("fingerprint") or {}).get("hash") in b)
+    return {"same_machine": False, "note": "different machines: " + "; ".join(
+        differences(fa, fb) or ["fingerprints %s and %s" % (min(a)[:8], min(b)[:8])])}
+
+
+def compare_folders(tables_a, tables_b):
+    """compare_machines over two tables folders' facts.json (None where a folder has none)."""
+    sides = []
+    for folder in (tables_a, tables_b):
+        try:
+            with open(os.path.join(str(folder), "facts.json")) as handle:
+                sides.append(json.load(handle).get("machines") or {})
+        except (OSError, ValueError):
+            sides.append({})
+    return compare_machines(*sides)

@@ -34,6 +34,11 @@ PLAN_PATTERN = RESULTS + "/rounds/{machine}/round{rep}.json"
 # The planned order of every round (driver/study/order.py), written before the round runs.
 ORDER_PATTERN = RESULTS + "/rounds/{machine}/order{rep}.json"
 
+# Per machine key: the probe's reference (the key's first probe), the latest probe, and the
+# overrides of a study that went on although the probe stopped it (driver/study/probe.py).
+MACHINES = f"{RESULTS}/machines"
+PROBE_PATTERN = MACHINES + "/{machine}/probe.latest.json"
+
 # Twin cells (A/A calibration) run under a machine key of their own beside the machine's.
 TWIN_SUFFIX = ".twin"
 
@@ -54,6 +59,18 @@ def env_manifest(machine, env):
 
 def order_path(machine, repeat):
     return f"{RESULTS}/rounds/{machine}/order{int(repeat)}.json"
+
+
+def probe_dir(machine):
+    return f"{MACHINES}/{machine}"
+
+
+def probe_reference(machine):
+    return f"{MACHINES}/{machine}/probe.json"
+
+
+def probe_latest(machine):
+    return f"{MACHINES}/{machine}/probe.latest.json"
 
 
 def round_marker(machine, repeat):

@@ -81,3 +81,8 @@ def machine_key(facts=None):
         return fingerprint.machine_key(facts["fingerprint"])
     return fingerprint.stem(facts.get("cpu_model") or platform.machine(), facts.get("cpu_count"),
                             facts.get("gpus"))
+
+
+def boot_id():
+    """This boot's id (Linux), or "" where there is none: a new one after a reboot or on another VM."""
+    return (_read("/proc/sys/kernel/random/boot_id") or "").strip()

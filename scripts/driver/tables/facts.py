@@ -46,12 +46,18 @@ def samples_by_cell(recs: list[dict]) -> dict:
 
 
 def machine_facts(recs: list[dict]) -> dict:
-    """machine key -> the provenance of its most recent cell file."""
-    out = {}
+    """machine key -> the provenance of its most recent cell file (its fingerprint and probe
+    included), with `fingerprints`: every fingerprint hash under the key (two: two machines)."""
+    out, seen = {}, {}
     for rec in sorted(recs, key=lambda r: text(r.get("started_utc"))):
         facts = (rec.get("provenance") or {}).get("machine")
         if isinstance(facts, dict):
-            out[text(rec.get("machine"))] = facts
+            key = text(rec.get("machine"))
+            out[key] = dict(facts)
+            fp = facts.get("fingerprint") or {}
+            seen.setdefault(key, set()).update([fp["hash"]] if fp.get("hash") else [])
+    for key, facts in out.items():
+        facts["fingerprints"] = sorted(seen.get(key, ()))
     return out
 
 

@@ -114,12 +114,12 @@ RULE = {"kind": "fixed", "iterations": 5, "target_rel": 0.01, "min_samples": 3,
 
 @pytest.mark.skipif(not os.path.exists("/proc/cpuinfo"), reason="no /proc")
 def test_a_cell_file_records_the_fingerprint_and_the_cells_own_thread_env(tmp_path, monkeypatch):
-    """A real cell (NumPy's matmul, in this Python) under the real supervisor."""
+    """A real cell (NumPy's matmul: mode numpy imports no framework) under the real supervisor."""
     sys.path.insert(0, str(REPO / "scripts"))
     import supervise_cell
 
     manifest = tmp_path / "numpy.json"
-    manifest.write_text(json.dumps({"python_executable": sys.executable, "framework": "numpy",
+    manifest.write_text(json.dumps({"python_executable": sys.executable, "framework": "tensorflow",
                                     "status": "ok"}))
     out = tmp_path / "cell.json"
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Snakemake sets for the supervisor
@@ -137,3 +137,39 @@ def test_a_cell_file_records_the_fingerprint_and_the_cells_own_thread_env(tmp_pa
     assert machine["thread_env"]["OMP_NUM_THREADS"] is None
     assert doc["provenance"]["thread_env_removed"] == {"OMP_NUM_THREADS": "1"}
     assert doc["cpu_window"]["foreign_cpu_resolution_share"] > 0
+
+
+def _facts(f):
+    return {"cpu_model": "AMD EPYC", "fingerprint": f}
+
+
+def test_compare_runs_says_when_two_results_come_from_different_machines():
+    f25 = fp()
+    f26 = fp(CPUINFO.replace("cpu family\t: 25", "cpu family\t: 26"))
+    same = fingerprint.compare_machines({"k": _facts(f25)}, {"k2": _facts(f25), "k2.twin": {}})
+    assert same["same_machine"] is True
+    other = fingerprint.compare_machines({"k": _facts(f25)}, {"k": _facts(f26)})
+    assert other["same_machine"] is False and 'family: "25" -> "26"' in other["note"]
+    old = fingerprint.compare_machines({"amd-epyc-2c": {"cpu_model": "AMD EPYC"}},
+                                       {"k": _facts(f25)})
+    assert old["same_machine"] is None and "unknown" in old["note"]
+    two = fingerprint.compare_machines(
+        {"k": dict(_facts(f25), fingerprints=[f25["hash"], f26["hash"]])}, {"k": _facts(f25)})
+    assert two["same_machine"] is False and "several machines" in two["note"]
+
+
+def test_the_facts_of_a_key_list_every_fingerprint_under_it():
+    from driver.tables.facts import machine_facts
+
+    f25 = fp()
+    f26 = fp(CPUINFO.replace("cpu family\t: 25", "cpu family\t: 26"))
+    recs = [{"machine": "k", "started_utc": "2026-11-25T10:00", "provenance":
+             {"machine": _facts(f25)}},
+            {"machine": "k", "started_utc": "2026-11-25T11:00", "provenance":
+             {"machine": _facts(f26)}},
+            {"machine": "j", "started_utc": "2026-11-25T11:00", "provenance":
+             {"machine": {"cpu_model": "old"}}}]
+    facts = machine_facts(recs)
+    assert facts["k"]["fingerprints"] == sorted([f25["hash"], f26["hash"]])
+    assert facts["j"]["fingerprints"] == []
+    assert fingerprint.compare_machines(facts, {"k": _facts(f25)})["same_machine"] is False
