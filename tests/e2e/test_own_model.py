@@ -2,6 +2,7 @@
 to end in TF (Keras 3) and PyTorch, a Keras without its layers writes skipped cells with the
 reason, and its report names the model; malformed descriptions stop the study before any job."""
 import copy
+import json
 
 import pandas as pd
 import pytest
@@ -11,6 +12,10 @@ from helpers import REPO, snakemake, write_config
 pytestmark = pytest.mark.e2e
 
 PRESET = REPO / "presets" / "own_model.yaml"
+
+
+def cell_records(work):
+    return [json.loads(p.read_text()) for p in (work / "results" / "cells").rglob("*.json")]
 
 
 def own_config(**changes):
@@ -52,8 +57,14 @@ def test_own_model_runs_end_to_end_and_the_report_names_it(tmp_path):
                + 2 * 2 * b * n * d * ff + 2 * b * d * classes)
     flops = dict(zip(ok.api, ok.flops_per_step))
     assert flops["call"] == forward and flops["custom_loop"] == 3 * forward
-    # the losses are finite numbers: the sparse targets reached every framework's loss
     assert ok.median_s.gt(0).all()
+    # same model, same function: each framework's build with the seeded weights gives the NumPy
+    # pass's outputs (after the timed window; recorded in the cell file)
+    records = cell_records(work)
+    checked = [r for r in records if r["status"] == "ok"]
+    assert len(checked) == len(ok)
+    for r in checked:
+        assert r["same_function"]["match"] is True, (r["cell_id"], r["same_function"])
     report = (work / "results/report.html").read_text()
     assert "encoder_classifier" in report
     assert (work / "results/study.xlsx").stat().st_size > 0
@@ -84,3 +95,20 @@ def test_malformed_model_stops_before_any_job(tmp_path, case):
     for word in words:
         assert word in out, "expected %r in the error:\n%s" % (word, out[-3000:])
     assert not (tmp_path / "work" / "results").exists(), "a job ran before the config was checked"
+
+
+def test_quick_study_holds_each_new_layer_kind(quick_run):
+    """tests/quick.yaml: one cell of each layer kind beyond the seed's in TF 1.14 (tf.keras, v1
+    graph), TF 2.21 and JAX (Keras 3) and PyTorch, where the framework has the layer; each ran and
+    computes the NumPy pass's function with the seeded weights."""
+    work, _ = quick_run
+    records = {(r["env"], r["model"]): r for r in cell_records(work)
+               if r["model"].startswith("q_")}
+    want = {(env, model) for env in ("tf1.14", "tf2.21", "keras3-jax", "torch2.13")
+            for model in ("q_rnn", "q_conv3d")}
+    want |= {(env, "q_attention") for env in ("tf2.21", "keras3-jax", "torch2.13")}
+    assert set(records) == want
+    for key, r in records.items():
+        assert r["status"] == "ok", (key, r["reason"])
+        assert r["same_function"]["match"] is True, (key, r["same_function"])
+        assert r["flops_per_step"] > 0, key
