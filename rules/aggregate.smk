@@ -5,6 +5,7 @@ rule tabulate_cells:
     input:
         cells=lambda wildcards: cell_files(),
         others=other_machine_cells,
+        orders=lambda wildcards: order_files(),
     output:
         cells_csv=report(
             layout.CELLS_CSV,

@@ -14,6 +14,6 @@ params = smk.params
 result = tabulate(list(smk.input.cells) + list(smk.input.others), params.reference_env,
                   params.noisy_threshold, params.level, config=params.config, q=params.q,
                   min_effect=params.min_effect, allocation=params.allocation,
-                  spike_factor=params.spike_factor)
+                  spike_factor=params.spike_factor, orders=list(smk.input.orders))
 write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
               smk.output.xlsx, smk.output.processes, smk.output.facts)

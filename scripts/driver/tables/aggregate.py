@@ -21,6 +21,7 @@ from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
 from driver.tables.ordering import env_order
 from driver.tables.pooling import apply_machine_peaks, pool_cells
+from driver.tables.processes import load_orders, processes_table
 from driver.tables.registry import NAMES
 from driver.tables.source_layout import seed_view
 from driver.tables.workbook import about_frame, workbook_sheets, write_workbook
@@ -31,10 +32,12 @@ log = logging.getLogger("tfspeed.aggregate")
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
              level: float, config: Mapping | None = None, q: float = 0.05,
              min_effect: float = 0.05, allocation: Mapping | None = None,
-             now: datetime.datetime | None = None, spike_factor: float = 2.0) -> dict:
+             now: datetime.datetime | None = None, spike_factor: float = 2.0,
+             orders: Iterable[Path | str] = ()) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
-    per cell why it got no more processes (cells.csv `allocation`)."""
+    per cell why it got no more processes (cells.csv `allocation`). orders: the rounds' plan
+    files (results/rounds/<machine>/order<round>.json), for the processes table's positions."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
@@ -45,6 +48,7 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     if not cells.empty and reference_env not in set(cells["env"]):
         log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect)
+    tables["processes"] = processes_table(records, load_orders(orders))
     if allocation and not cells.empty:
         why = stop_reasons(cells, tables, records, allocation["repeats"],
                            allocation["max_repeats"], allocation["budget_s"])

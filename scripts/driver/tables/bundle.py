@@ -14,11 +14,10 @@ TEXT_COLUMNS = {
     "api", "input", "device", "model", "data", "status", "reason", "numpy_version", "optimizer",
     "cpu_model", "gpu", "started_utc", "cell_id", "stopped_by", "threads", "verdict", "list",
     "configuration", "fastest_env", "allocation", "task", "family",
-    "line", "direction", "before_env", "after_env", "before_version", "after_version",
-    "after_keras",  # driver/tables/releases.py
 }
 BOOL_COLUMNS = {"significant", "noisy", "drift", "warmup_capped", "too_few_samples",
-                "foreign_cpu_flag"}
+                "foreign_cpu_flag", "twin", "nominal_inside_ci"}
+TEXT_COLUMNS |= {"process_origin"}  # driver/tables/processes.py
 
 
 def column_type(name: str) -> str:

@@ -12,6 +12,7 @@ from driver.study import layout
 from driver.tables.ordering import SORT_ORDER, env_order, sort_rows
 from driver.tables.registry import COMPARISONS, FACTOR_TABLES, NAMES
 from driver.tables.summaries import guidance_table, versions_table
+from driver.tables.twins_rate import threshold_of, twins_rate
 from tfspeed.cells import AXES, task
 from tfspeed.versions import version_tuple
 
@@ -335,9 +336,9 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)
     tables["twins"] = twins
-    from driver.tables import releases  # builds on this module: imported here, not at the top
-
-    tables["adjacent_releases"] = releases.adjacent_table(cells, comparer, envs)
-    tables["changepoints"] = releases.changepoints_table(cells, logs, envs, alpha=q, level=level)
     decide_study(tables, q, min_effect)
-    return {name: tables[name] for name in NAMES}
+    rows = sum(len(tables[n]) for n in COMPARISONS if n in tables)
+    tables["twins_rate"] = twins_rate(
+        tables["twins"], threshold_of(tables["twins"], q / rows if rows else math.nan), level)
+    # processes: built from the cell files themselves (driver/tables/aggregate.py)
+    return {name: tables[name] for name in NAMES if name in tables}

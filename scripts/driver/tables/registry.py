@@ -25,14 +25,6 @@ REGISTRY = (
           "API, input and device; same Keras flavour, except that in envs where tf.keras is "
           "Keras 3 (TF >= 2.16) both keras3 and tf_keras stand for tf.keras. Standalone keras "
           "pairs only with standalone keras. Left = TF2."),
-    Table("adjacent_releases", "Adjacent releases", "env", None, None,
-          "+ when the later release (left) is faster than the one before it (right)",
-          "Each configuration in two consecutive versions of one line (TensorFlow, PyTorch, "
-          "Keras 3 on JAX / torch) where it was measured: the later version (left) vs the one "
-          "before it (right), same machine and axes. From TF 2.16 the tf.keras series goes on "
-          "in tf_keras (the Keras 2 that tf.keras was); releases_skipped counts the line's "
-          "versions between the two without this configuration (0: adjacent releases). "
-          "See docs/releases.md."),
     Table("graph_vs_eager", "Graph vs Eager (GvE)", "mode", "graph", "eager",
           "+ when graph mode is faster than eager",
           "Graph (v1 graph mode) vs Eager, everything else equal. Left = Graph."),
@@ -73,20 +65,26 @@ REGISTRY = (
           "Calibration: each twin cell (the same configuration run as an independent cell, "
           "machine key <machine>.twin) vs its original. Every pair is the same cell twice, so "
           "a faster or slower verdict here is a false positive of the study's own method."),
+    Table("twins_rate", "A/A rate of the twins", None, None, None, "",
+          "The twins' A/A rate: of the twin pairs, the share whose p-value is at or below the "
+          "study's per-test threshold (threshold: the largest p-value Benjamini-Hochberg rejects "
+          "over the whole study), with its Clopper-Pearson CI at the study's level. A calibrated "
+          "method calls about `threshold` of them different; nominal_inside_ci says whether "
+          "that value lies inside the CI. See docs/design.md."),
     Table("versions", "Performance history", None, None, None, "",
           "Median time per step of each configuration in every env, envs in version order: the "
           "performance history across TF versions. fastest_env names the fastest."),
-    Table("changepoints", "Change points", None, None, None, "",
-          "Along each configuration's version series (as in adjacent_releases): the versions "
-          "where its step time stepped up (slower) or down (faster), found by binary "
-          "segmentation on the processes' log medians with a penalty that gives a flat series "
-          "a false change point with probability alpha (the study's q); ratio = the level "
-          "after / before with its CI. A series without change points has one row, direction "
-          "none. See docs/releases.md."),
     Table("guidance", "DO and DON'T", None, None, None, "",
           "DO / DON'T per machine, model and data, like the seed's lists: DO = configurations "
           "whose median is within the confidence interval of the fastest one's median; DONT = "
           "at least 2x the fastest median."),
+    Table("processes", "Processes", None, None, None, "",
+          "Every process (cell file): machine, env, cell, twin or not, round, planned position "
+          "in its round and the round's order seed (results/rounds/, see docs/design.md), start "
+          "time and its rank in the round (equal to the position where the plan was executed), "
+          "status, the process's median and its own CI, foreign CPU over its timed window, "
+          "warm-up calls and seconds, first call, wall time, and how the process was made "
+          "(fresh: a new interpreter of the env)."),
 )
 BY_NAME = {t.name: t for t in REGISTRY}
 NAMES = [t.name for t in REGISTRY]
