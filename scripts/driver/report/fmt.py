@@ -6,20 +6,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from driver.tables.bundle import num, text  # noqa: F401 - the report's modules read them here
+
 
 def version_key(text) -> tuple:
     """'2.15.1' -> (2, 15, 1); names such as 'tf1.14' or 'torch2.3' sort by their numbers."""
     nums = tuple(int(n) for n in re.findall(r"\d+", str(text or "")))
     return nums or (math.inf,)
-
-
-def num(value) -> float:
-    """A float, or NaN for anything that is not a finite-looking number."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out
 
 
 def is_true(value) -> bool:
@@ -28,17 +21,6 @@ def is_true(value) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
     return str(value).strip().lower() in ("true", "1", "yes", "y", "t")
-
-
-def text(value, empty="") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return empty
-    try:
-        if pd.isna(value):
-            return empty
-    except (TypeError, ValueError):
-        pass
-    return str(value)
 
 
 def fmt_ms(seconds, digits=2) -> str:

@@ -1,6 +1,7 @@
 """The typed loader: what aggregation writes under results/tables/, read back with declared column
 types, so that readers (the report, compare-runs, tests) get numbers as numbers, flags as booleans
 and versions as strings ('2.10' must not become 2.1), without coercing field by field."""
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -14,10 +15,33 @@ TEXT_COLUMNS = {
     "api", "input", "device", "model", "data", "status", "reason", "numpy_version", "optimizer",
     "cpu_model", "gpu", "started_utc", "cell_id", "stopped_by", "threads", "verdict", "list",
     "configuration", "fastest_env", "allocation", "task", "family",
+    "line", "direction", "before_env", "after_env", "before_version", "after_version",
+    "after_keras",  # driver/tables/releases.py
 }
 BOOL_COLUMNS = {"significant", "noisy", "drift", "warmup_capped", "too_few_samples",
                 "foreign_cpu_flag", "twin", "nominal_inside_ci"}
 TEXT_COLUMNS |= {"process_origin"}  # driver/tables/processes.py
+
+
+def num(value) -> float:
+    """A float, or NaN for anything that is not a finite-looking number."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def text(value, empty="") -> str:
+    """A value as text; `empty` for None, NaN and pandas' missing values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return empty
+    try:
+        if pd.isna(value):
+            return empty
+    except (TypeError, ValueError):
+        pass
+    return str(value)
 
 
 def column_type(name: str) -> str:

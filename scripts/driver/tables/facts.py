@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from driver.report.fmt import num, text, version_key
+from driver.tables.bundle import num, text
 from tfspeed.cells import AXES
 
 
@@ -68,20 +68,11 @@ def measurement_dates(recs: list[dict]) -> str:
     return dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
 
 
-def sources_text(sources) -> str:
-    """The package sources an env was built with (its manifest), skipped ones with their reason."""
-    if not isinstance(sources, dict):
-        return ""
-    used = [*(sources.get("find_links") or []), *(sources.get("extra_index_urls") or [])]
-    parts = []
-    if used:
-        served = ", ".join(sources.get("packages") or []) or "every package"
-        parts.append(f"{', '.join(map(text, used))} (for {served})")
-    parts += [f"skipped {text(line)}" for line in sources.get("skipped") or []]
-    return "; ".join(parts) or ("PyPI only" if "find_links" in sources else "")
-
-
-def environments_view(recs: list[dict]) -> dict:
+def environments(recs: list[dict]) -> dict:
+    """What the report's environments section lays out (driver/report/sections/environments.py):
+    per (machine, env), in the order first met, its count of cell files, spec hashes, Python,
+    framework and the manifest of its newest cell file that lists packages; per machine, the
+    1-minute load before each cell and the order of its facts."""
     envs = {}
     for rec in sorted(recs, key=lambda r: text(r.get("started_utc"))):
         prov = rec.get("provenance") or {}
@@ -97,48 +88,17 @@ def environments_view(recs: list[dict]) -> dict:
         e.setdefault("python", text(rec.get("python")))
         e.setdefault("framework", f"{text(rec.get('framework'))} "
                                   f"{text(rec.get('framework_version'))}".strip())
-    out = []
-    for (_machine, _env), e in sorted(envs.items(), key=lambda kv: (kv[0][0],
-                                                                    version_key(kv[0][1]))):
-        m = e["manifest"]
-        pk = m.get("packages") or {}
-        packages = (sorted((text(k), text(v)) for k, v in pk.items()) if isinstance(pk, dict)
-                    else [(text(p), "") for p in pk] if isinstance(pk, list) else [])
-        facts = [("framework", e["framework"] or text(m.get("framework_version"))),
-                 ("python", text(m.get("python")) or e["python"]),
-                 ("interpreter", text(m.get("python_executable"))),
-                 ("spec file", text(m.get("spec_file"))),
-                 ("spec hash", ", ".join(sorted(e["hashes"])) or text(m.get("spec_hash"))),
-                 ("installer", text(m.get("installer"))),
-                 ("package sources", sources_text(m.get("package_sources"))),
-                 ("installed as", ", ".join(f"{k} {v}" for k, v in (m.get("resolved") or {})
-                                            .items()) if isinstance(m.get("resolved"), dict)
-                  else ""),
-                 ("install time", f"{num(m.get('install_s')):.0f} s"
-                  if not math.isnan(num(m.get("install_s"))) else ""),
-                 ("built", text(m.get("built_utc"))),
-                 ("variables", ", ".join(f"{k}={v}" for k, v in (m.get("variables") or {})
-                                         .items()) if isinstance(m.get("variables"), dict)
-                  else ""),
-                 ("cell files", str(e["cells"]))]
-        out.append({"machine": e["machine"], "env": e["env"],
-                    "facts": [(k, v) for k, v in facts if v], "packages": packages})
-    machines = []
-    for machine, facts in sorted(machine_facts(recs).items()):
-        loads_before = [num((r.get("provenance") or {}).get("load_before", [None])[0])
-                        for r in recs if text(r.get("machine")) == machine
-                        and isinstance((r.get("provenance") or {}).get("load_before"), list)]
-        loads = [v for v in loads_before if not math.isnan(v)]
-        rows = []
-        for k, v in facts.items():
-            if isinstance(v, (list, dict)):
-                v = json.dumps(v, sort_keys=True)
-            rows.append((text(k), text(v, "none")))
-        if loads:
-            rows.append(("1-min load before cells", f"min {min(loads):.2f}, median "
-                         f"{float(np.median(loads)):.2f}, max {max(loads):.2f}"))
-        machines.append({"machine": machine, "facts": rows})
-    return {"envs": out, "machines": machines}
+    loads, keys = {}, {}
+    for machine, facts in machine_facts(recs).items():
+        keys[machine] = list(facts)  # facts.json sorts its keys: the provenance's order, kept
+    for rec in recs:
+        before = (rec.get("provenance") or {}).get("load_before")
+        if isinstance(before, list):
+            value = num(before[0])
+            if not math.isnan(value):
+                loads.setdefault(text(rec.get("machine")), []).append(value)
+    return {"envs": [dict(e, hashes=sorted(e["hashes"])) for e in envs.values()],
+            "loads_before": loads, "machine_keys": keys}
 
 
 def process_failures(recs: list[dict], paths: Sequence[str]) -> list[dict]:
@@ -169,7 +129,7 @@ def write_bundle(recs: list[dict], paths: Sequence[str], processes_path, facts_p
     samples = {_key_text(k): {"samples": [float(x) for x in v["samples"]],
                               "bounds": v["bounds"], "summary": v["summary"], "axes": v["axes"]}
                for k, v in samples_by_cell(recs).items()}
-    facts = {"machines": machine_facts(recs), "environments": environments_view(recs),
+    facts = {"machines": machine_facts(recs), "environments": environments(recs),
              "dates": measurement_dates(recs), "failures": process_failures(recs, paths),
              "env_order": list(env_order)}
     write_text(str(processes_path), json.dumps(samples, sort_keys=True))

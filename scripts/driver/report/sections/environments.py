@@ -1,7 +1,72 @@
-"""Environments: the machines' and envs' facts as aggregation wrote them (driver/tables/facts.py)."""
+"""Environments: the machines' and envs' facts, laid out from what aggregation gathered
+(driver/tables/facts.py: machines, environments)."""
+import json
+import math
+
+import numpy as np
+
+from driver.report.fmt import num, text, version_key
 
 ID, TITLE, ORDER = "environments", "Environments", 90
 
 
+def sources_text(sources) -> str:
+    """The package sources an env was built with (its manifest), skipped ones with their reason."""
+    if not isinstance(sources, dict):
+        return ""
+    used = [*(sources.get("find_links") or []), *(sources.get("extra_index_urls") or [])]
+    parts = []
+    if used:
+        served = ", ".join(sources.get("packages") or []) or "every package"
+        parts.append(f"{', '.join(map(text, used))} (for {served})")
+    parts += [f"skipped {text(line)}" for line in sources.get("skipped") or []]
+    return "; ".join(parts) or ("PyPI only" if "find_links" in sources else "")
+
+
+def _joined(mapping, form) -> str:
+    return ", ".join(form.format(k, v) for k, v in mapping.items()) if isinstance(mapping, dict) \
+        else ""
+
+
+def env_view(e: dict) -> dict:
+    """One env's facts as (name, text) pairs, empty ones left out, and its packages."""
+    m = e.get("manifest") or {}
+    pk = m.get("packages") or {}
+    packages = (sorted((text(k), text(v)) for k, v in pk.items()) if isinstance(pk, dict)
+                else [(text(p), "") for p in pk] if isinstance(pk, list) else [])
+    install_s = num(m.get("install_s"))
+    facts = [("framework", e.get("framework") or text(m.get("framework_version"))),
+             ("python", text(m.get("python")) or e.get("python")),
+             ("interpreter", text(m.get("python_executable"))),
+             ("spec file", text(m.get("spec_file"))),
+             ("spec hash", ", ".join(e.get("hashes") or []) or text(m.get("spec_hash"))),
+             ("installer", text(m.get("installer"))),
+             ("package sources", sources_text(m.get("package_sources"))),
+             ("installed as", _joined(m.get("resolved"), "{} {}")),
+             ("install time", "" if math.isnan(install_s) else f"{install_s:.0f} s"),
+             ("built", text(m.get("built_utc"))),
+             ("variables", _joined(m.get("variables"), "{}={}")),
+             ("cell files", str(e.get("cells")))]
+    return {"machine": e.get("machine"), "env": e.get("env"),
+            "facts": [(k, v) for k, v in facts if v], "packages": packages}
+
+
+def machine_view(machine: str, facts: dict, loads: list, keys: list) -> dict:
+    """A machine's facts in the order its provenance lists them, and its load before cells."""
+    keys = [k for k in keys if k in facts] + [k for k in facts if k not in keys]
+    rows = [(text(k), text(json.dumps(facts[k], sort_keys=True)
+                           if isinstance(facts[k], (list, dict)) else facts[k], "none"))
+            for k in keys]
+    if loads:
+        rows.append(("1-min load before cells", f"min {min(loads):.2f}, median "
+                     f"{float(np.median(loads)):.2f}, max {max(loads):.2f}"))
+    return {"machine": machine, "facts": rows}
+
+
 def build(data) -> dict:
-    return data.study.get("environments") or {"envs": [], "machines": []}
+    gathered = data.study.get("environments") or {}
+    envs = sorted(gathered.get("envs") or [], key=lambda e: (e["machine"], version_key(e["env"])))
+    loads, keys = gathered.get("loads_before") or {}, gathered.get("machine_keys") or {}
+    return {"envs": [env_view(e) for e in envs],
+            "machines": [machine_view(m, f, loads.get(m) or [], keys.get(m) or [])
+                         for m, f in sorted(data.machine_facts.items())]}
