@@ -336,6 +336,10 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     tables["versions"] = versions_table(cells, envs)
     tables["guidance"] = guidance_table(cells)
     tables["twins"] = twins
+    from driver.tables import releases  # builds on this module: imported here, not at the top
+
+    tables["adjacent_releases"] = releases.adjacent_table(cells, comparer, envs)
+    tables["changepoints"] = releases.changepoints_table(cells, logs, envs, alpha=q, level=level)
     decide_study(tables, q, min_effect)
     rows = sum(len(tables[n]) for n in COMPARISONS if n in tables)
     tables["twins_rate"] = twins_rate(

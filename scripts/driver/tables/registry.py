@@ -25,6 +25,14 @@ REGISTRY = (
           "API, input and device; same Keras flavour, except that in envs where tf.keras is "
           "Keras 3 (TF >= 2.16) both keras3 and tf_keras stand for tf.keras. Standalone keras "
           "pairs only with standalone keras. Left = TF2."),
+    Table("adjacent_releases", "Adjacent releases", "env", None, None,
+          "+ when the later release (left) is faster than the one before it (right)",
+          "Each configuration in two consecutive versions of one line (TensorFlow, PyTorch, "
+          "Keras 3 on JAX / torch) where it was measured: the later version (left) vs the one "
+          "before it (right), same machine and axes. From TF 2.16 the tf.keras series goes on "
+          "in tf_keras (the Keras 2 that tf.keras was); releases_skipped counts the line's "
+          "versions between the two without this configuration (0: adjacent releases). "
+          "See docs/releases.md."),
     Table("graph_vs_eager", "Graph vs Eager (GvE)", "mode", "graph", "eager",
           "+ when graph mode is faster than eager",
           "Graph (v1 graph mode) vs Eager, everything else equal. Left = Graph."),
@@ -74,6 +82,13 @@ REGISTRY = (
     Table("versions", "Performance history", None, None, None, "",
           "Median time per step of each configuration in every env, envs in version order: the "
           "performance history across TF versions. fastest_env names the fastest."),
+    Table("changepoints", "Change points", None, None, None, "",
+          "Along each configuration's version series (as in adjacent_releases): the versions "
+          "where its step time stepped up (slower) or down (faster), found by binary "
+          "segmentation on the processes' log medians with a penalty that gives a flat series "
+          "a false change point with probability alpha (the study's q); ratio = the level "
+          "after / before with its CI. A series without change points has one row, direction "
+          "none. See docs/releases.md."),
     Table("guidance", "DO and DON'T", None, None, None, "",
           "DO / DON'T per machine, model and data, like the seed's lists: DO = configurations "
           "whose median is within the confidence interval of the fastest one's median; DONT = "
