@@ -81,10 +81,12 @@ HISTORY_KEYS = ["machine", "model", "data", "keras", "mode", "api", "input", "de
 
 
 def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
-                   min_versions: int = 3) -> dict:
+                   min_versions: int = 3, marks: dict | None = None) -> dict:
     """One panel per configuration measured in at least `min_versions` TF versions: median ms
     per step against version with the CI band, and the reference env's median as a line (for
-    keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1 compares them with)."""
+    keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1 compares them with). marks: {panel
+    key (HISTORY_KEYS' values): [(env, 'slower' | 'faster')]}, the change points
+    (driver/report/releases.py: changepoint_marks), drawn before the env's point."""
     if ok.empty or "env" not in ok.columns:
         return {"panels": [], "fewer": 0, "min_versions": min_versions}
     df = ok[col(ok, "framework").map(text) == "tensorflow"].copy()
@@ -121,6 +123,14 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
             ax.fill_between(x[band], lo[band], hi[band], color="#1f77b4", alpha=0.2, linewidth=0,
                             label="95 % CI")
         ax.plot(x, y, "-o", color="#1f4e99", markersize=3.5, linewidth=1.3, label="median")
+        for n_mark, (env, direction) in enumerate((marks or {}).get(tuple(key), [])):
+            if env in pos:  # a change point: the level moved between the previous point and env
+                ax.axvline(pos[env] - 0.5, color="#a12622" if direction == "slower" else
+                           "#1e7b34", linestyle=":", linewidth=1.2,
+                           label="change point" if n_mark == 0 else None)
+                ax.annotate("▲" if direction == "slower" else "▼", (pos[env] - 0.5, 1.0),
+                            xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                            fontsize=7, color="#a12622" if direction == "slower" else "#1e7b34")
         rk = "tf.keras" if k["keras"] in ("keras3", "tf_keras") else k["keras"]
         same = ref[(ref["keras"] == rk) & (ref["machine"] == k["machine"])]
         for a in ("model", "data", "mode", "api", "input", "device"):

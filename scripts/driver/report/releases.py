@@ -1,0 +1,189 @@
+"""What each release changed, as the report shows it: the `adjacent_releases` rows grouped per
+release (the configurations it made faster or slower, by how much, and how many it left alone
+or undecided), the `changepoints` rows, the marks for the history panels, and which envs are new
+in this study. Every figure and verdict comes from aggregation (driver/tables/releases.py);
+nothing is tested here.
+
+A new env is one whose cells all started more than NEW_ENV_GAP_S after the last cell of every
+other env: an env file added to a finished study and run on its own (Snakemake reuses the other
+envs' cell files). Its release comes first on the page. Without one, the newest release of each
+line leads."""
+import datetime
+import math
+
+import pandas as pd
+
+from driver.report.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
+from driver.stats import verdicts
+from driver.tables.ordering import env_sort_key
+
+NEW_ENV_GAP_S = 1800.0
+LINE_ORDER = {"TensorFlow": 0, "PyTorch": 1}
+PANEL_KEYS = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]
+
+
+def _time(value):
+    try:
+        return datetime.datetime.fromisoformat(text(value))
+    except ValueError:
+        return None
+
+
+def new_envs(cells: pd.DataFrame, gap_s: float = NEW_ENV_GAP_S) -> list[str]:
+    """Envs whose every cell started more than gap_s after the last start of every other env."""
+    if cells.empty or "started_utc" not in cells.columns or cells["env"].nunique() < 2:
+        return []
+    starts = pd.DataFrame({"env": col(cells, "env").map(text),
+                           "t": [_time(v) for v in col(cells, "started_utc")]}).dropna()
+    if starts.empty:
+        return []
+    first, last = starts.groupby("env")["t"].min(), starts.groupby("env")["t"].max()
+    out = []
+    for env in first.index:
+        others = last.drop(env)
+        if len(others) and (first[env] - others.max()).total_seconds() > gap_s:
+            out.append(env)
+    return out
+
+
+def _config(r: dict) -> str:
+    parts = [text(r.get(a)) for a in ("model", "data")]
+    label = f"{parts[0]} model, {parts[1]} data · " if all(parts) else ""
+    keras = text(r.get("keras"))
+    if text(r.get("left_keras")) and text(r.get("left_keras")) != keras:
+        keras = f"{text(r.get('right_keras'))} → {text(r.get('left_keras'))}"
+    axes = [keras, text(r.get("mode")), text(r.get("api")), text(r.get("input")),
+            text(r.get("device"))]
+    return label + " · ".join(a for a in axes if a and a != "none")
+
+
+def _change_row(r: dict) -> list[dict]:
+    ratio = num(r.get("ratio"))  # later / earlier
+    v = text(r.get("verdict"))
+    if v == verdicts.LEFT_FASTER:
+        what, cls = f"{1 / ratio:.2f}x as fast", "pos"
+    elif v == verdicts.RIGHT_FASTER:
+        what, cls = f"{ratio:.2f}x the time", "neg"
+    elif v == verdicts.EQUIVALENT:
+        what, cls = "no change (equivalent)", ""
+    else:
+        what, cls = "undecided", "ns"
+    skipped = int(num(r.get("releases_skipped")) or 0)
+    since = text(r.get("right_env")) + (f" ({skipped} version{'s' if skipped != 1 else ''} "
+                                        "without it between)" if skipped else "")
+    lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
+    return [cell(_config(r)), cell(since), cell(fmt_ms(rm), "num", v=rm),
+            cell(fmt_ms(lm), "num", v=lm),
+            cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
+                 f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
+            cell(what, cls), cell(fmt_p(r.get("p_adjusted")), "num", v=num(r.get("p_adjusted")))]
+
+
+CHANGE_COLUMNS = [{"label": c, "num": n} for c, n in (
+    ("configuration", False), ("vs", False), ("before ms", True), ("after ms", True),
+    ("after / before [CI]", True), ("change", False), ("p (BH)", True))]
+
+
+def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> list[dict]:
+    """One entry per (machine, line, release): its rows against the version before, the
+    significant changes first (slower before faster, biggest first). New envs first, then each
+    line's releases newest first."""
+    rows = [r for r in records(adjacent) if text(r.get("api")) != "matmul"]
+    groups: dict = {}
+    for r in rows:
+        key = (text(r.get("machine")), text(r.get("line")), text(r.get("left_env")))
+        groups.setdefault(key, []).append(r)
+    several = len({k[0] for k in groups}) > 1
+    rank = {e: i for i, e in enumerate(order)}
+    out = []
+    for (machine, line, env), part in groups.items():
+        v = [text(r.get("verdict")) for r in part]
+
+        def size(r):
+            ratio = num(r.get("ratio"))
+            return -abs(math.log(ratio)) if ratio > 0 else 0.0
+
+        part = sorted(part, key=lambda r: ({verdicts.RIGHT_FASTER: 0, verdicts.LEFT_FASTER: 1,
+                                            verdicts.INCONCLUSIVE: 2}.get(text(r.get("verdict")),
+                                                                          3), size(r)))
+        first = part[0]
+        out.append({
+            "id": f"rel-{machine}-{env}" if several else f"rel-{env}",
+            "machine": machine if several else "", "line": line, "env": env,
+            "version": text(first.get("left_framework_version")),
+            "previous": sorted({text(r.get("right_env")) for r in part},
+                               key=lambda e: rank.get(e, len(rank))),
+            "new": env in new, "n": len(part),
+            "n_slower": v.count(verdicts.RIGHT_FASTER), "n_faster": v.count(verdicts.LEFT_FASTER),
+            "n_equivalent": v.count(verdicts.EQUIVALENT),
+            "n_undecided": v.count(verdicts.INCONCLUSIVE),
+            "table": {"id": f"t-rel-{machine}-{env}".replace(".", "_"),
+                      "columns": CHANGE_COLUMNS, "rows": [_change_row(r) for r in part]},
+            "_sort": (env not in new, LINE_ORDER.get(line, 2), line, machine,
+                      -rank.get(env, -1)),
+        })
+    out.sort(key=lambda g: g.pop("_sort"))
+    return out
+
+
+CP_COLUMNS = [{"label": c, "num": n} for c, n in (
+    ("configuration", False), ("line", False), ("between", False), ("before ms", True),
+    ("after ms", True), ("after / before [CI]", True), ("step", False))]
+
+
+def changepoint_view(cps: pd.DataFrame, order: list[str]) -> dict:
+    """The change points found (one row each, newest release first) and the count of series
+    tested without any."""
+    rows = records(cps)
+    found = [r for r in rows if text(r.get("direction")) in ("slower", "faster")]
+    rank = {e: i for i, e in enumerate(order)}
+    found.sort(key=lambda r: (-rank.get(text(r.get("after_env")), -1), _config(r)))
+    out = []
+    for r in found:
+        ratio = num(r.get("ratio"))
+        slower = text(r.get("direction")) == "slower"
+        step = f"{ratio:.2f}x the time" if slower else f"{1 / ratio:.2f}x as fast"
+        bl, al = num(r.get("before_level_s")), num(r.get("after_level_s"))
+        out.append([cell(_config(r)), cell(text(r.get("line"))),
+                    cell(f"{text(r.get('before_env'))} → {text(r.get('after_env'))}"),
+                    cell(fmt_ms(bl), "num", v=bl), cell(fmt_ms(al), "num", v=al),
+                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
+                         f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
+                    cell(step, "neg" if slower else "pos")])
+    tested = [r for r in rows if text(r.get("direction")) != "not segmented"]
+    series = {tuple(text(r.get(k)) for k in ("machine", "line", *PANEL_KEYS[1:]))
+              for r in tested}
+    alphas = {num(r.get("alpha")) for r in tested if not math.isnan(num(r.get("alpha")))}
+    return {"table": {"id": "t-changepoints", "columns": CP_COLUMNS, "rows": out},
+            "n_found": len(out), "n_series": len(series),
+            "n_flat": sum(1 for r in tested if text(r.get("direction")) == "none"),
+            "n_short": sum(1 for r in rows if text(r.get("direction")) == "not segmented"),
+            "alpha": min(alphas) if alphas else math.nan}
+
+
+def changepoint_marks(cps: pd.DataFrame) -> dict:
+    """{history panel key (machine, model, data, keras, mode, api, input, device): [(env,
+    'slower' | 'faster')]}: where the history panels mark a change point (at the first version
+    of the new level, on the panel of that version's Keras flavour)."""
+    marks: dict = {}
+    for r in records(cps):
+        direction = text(r.get("direction"))
+        if direction not in ("slower", "faster"):
+            continue
+        key = tuple(text(r.get("after_keras") if k == "keras" else r.get(k)) for k in PANEL_KEYS)
+        marks.setdefault(key, []).append((text(r.get("after_env")), direction))
+    return marks
+
+
+def lines_summary(adjacent: pd.DataFrame) -> list[str]:
+    """'TensorFlow 1.14.0 → 2.21.0 (23 versions)' per line, from the table's envs."""
+    versions: dict = {}
+    for r in records(adjacent):
+        for side in ("left", "right"):
+            versions.setdefault(text(r.get("line")), set()).add(
+                (text(r.get(f"{side}_env")), text(r.get(f"{side}_framework_version"))))
+    out = []
+    for line, pairs in versions.items():
+        ordered = sorted(pairs, key=lambda p: env_sort_key(None, p[1], p[0]))
+        out.append(f"{line} {ordered[0][1]} → {ordered[-1][1]} ({len(ordered)} versions)")
+    return out
