@@ -4,10 +4,11 @@ adding one file under envs/ and nothing else. Driver side: the Snakemake side pa
 import hashlib
 import re
 
+from tfspeed import frameworks
 from tfspeed.versions import version_tuple
 
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*==\s*([^\s;#]+)")
-TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu")
+TF_PACKAGES = frameworks.get("tensorflow").packages
 
 
 class SpecError(ValueError):
@@ -93,7 +94,7 @@ def parse_spec(name, doc, path="envs/%s.yaml"):
 
 
 def describe(name, python, pins, options, conda_pkgs, variables, extras=()):
-    tf_pkg = next((p for p in TF_PACKAGES if p in pins), None)
+    framework, package = frameworks.pinned(pins)  # the catalogue's pin hints, in its order
     gpu = ("tensorflow-gpu" in pins or "and-cuda" in extras
            or any(p.startswith("nvidia-") for p in pins)
            or any(c.split("=")[0] in ("cudatoolkit", "cudnn", "cuda-toolkit") for c in conda_pkgs))
@@ -103,9 +104,9 @@ def describe(name, python, pins, options, conda_pkgs, variables, extras=()):
         "framework": None, "framework_version": None, "flavours": [],
     }
     keras = pins.get("keras")
-    if tf_pkg:
-        tfv = version_tuple(pins[tf_pkg])
-        facts["framework"], facts["framework_version"] = "tensorflow", pins[tf_pkg]
+    if framework == "tensorflow":
+        tfv = version_tuple(pins[package])
+        facts["framework"], facts["framework_version"] = "tensorflow", pins[package]
         flavours = []
         if keras and version_tuple(keras) < (2, 4):
             flavours.append("keras")  # standalone multi-backend Keras (2.2.5, 2.3.1)
@@ -121,11 +122,8 @@ def describe(name, python, pins, options, conda_pkgs, variables, extras=()):
         facts["framework"] = backend
         facts["framework_version"] = pins.get(backend, pins.get("jax", keras))
         facts["flavours"] = ["keras3"]
-    elif "torch" in pins:
-        facts["framework"], facts["framework_version"] = "torch", pins["torch"]
-        facts["flavours"] = ["none"]
-    elif "jax" in pins:
-        facts["framework"], facts["framework_version"] = "jax", pins["jax"]
+    elif framework:
+        facts["framework"], facts["framework_version"] = framework, pins[package]
         facts["flavours"] = ["none"]
     return facts
 

@@ -5,10 +5,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 from tfspeed import cells as tfcells
+from tfspeed import frameworks
 from tfspeed import models as tfmodels
 from tfspeed.versions import version_tuple
 
-_FRAMEWORK_ORDER = {"tensorflow": 0, "torch": 1, "jax": 2}
+_FRAMEWORK_ORDER = {f.name: f.order for f in frameworks.CATALOGUE}
 
 _MODEL_ORDER = {m: i for i, m in enumerate(tfmodels.MODELS)}
 

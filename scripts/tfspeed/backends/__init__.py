@@ -1,8 +1,22 @@
-"""One module per framework family; each turns a cell into a step to time.
+"""One module per framework family; each turns a cell into a step to time and says which cells it
+can run.
 
-A backend exposes `prepare(cell, rule) -> Prepared`. Framework differences live in the backend that
-owns them, not in `if version` branches across the runner.
+A backend module declares
+    FRAMEWORKS            the catalogue names it serves (tfspeed/frameworks.py)
+    claims(cell)          whether a cell of those frameworks is its own (the micro-cases claim
+                          theirs by api, Keras 3 on JAX/torch by its flavour)
+    why_not(env, cell)    None if it can run the cell in this env (envspec facts), else a reason:
+                          its own constraints, after the generic ones of tfspeed/cells.py
+    prepare(cell, rule)   -> Prepared, in the cell's process (the framework is imported there)
+Backends are asked in BACKENDS' order; the first that serves the framework and claims the cell
+runs it. Framework differences live in the backend that owns them, not in `if version` branches
+across the runner. Importing a backend imports no framework, so the planning side asks them too.
 """
+import importlib
+
+from ..models import INFER_APIS
+
+BACKENDS = ("matmul", "gradient", "keras3", "tf", "torch")
 
 
 class Unsupported(Exception):
@@ -26,18 +40,33 @@ class Prepared(object):
         self.facts = facts or {}
 
 
+def find(cell, framework):
+    """The backend module that runs a cell of this framework, or None."""
+    for name in BACKENDS:
+        mod = importlib.import_module("." + name, __name__)
+        if framework in mod.FRAMEWORKS and mod.claims(cell):
+            return mod
+    return None
+
+
 def load(cell, framework):
-    """The backend module for a cell (imported lazily: only one framework per process)."""
-    if cell["api"] == "matmul":
-        from . import matmul as mod
-    elif cell["api"] == "gradient":
-        from . import gradient as mod
-    elif cell["keras"] == "keras3" and framework in ("jax", "torch"):
-        from . import keras3 as mod
-    elif framework == "tensorflow":
-        from . import tf as mod
-    elif framework == "torch":
-        from . import torch as mod
-    else:
+    """The backend module for a cell (its framework is imported lazily, by prepare)."""
+    mod = find(cell, framework)
+    if mod is None:
         raise Unsupported("no backend for framework %r" % framework)
     return mod
+
+
+def model_cell_why_not(env, cell):
+    """What every backend that builds a model (not a micro-case) asks first: the env carries the
+    cell's Keras flavour and device, and inference is timed on one numpy array everywhere."""
+    if cell["keras"] not in env["flavours"]:
+        return "keras flavour %s not in this env" % cell["keras"]
+    if cell["device"] == "gpu" and env["build"] != "gpu":
+        return "CPU build"
+    if cell["api"] in INFER_APIS:
+        if cell["input"] != "numpy":
+            return "inference is timed on the same numpy array in every framework"
+        if cell["api"] == "inference_mode" and env["framework"] != "torch":
+            return "torch.inference_mode is PyTorch's"
+    return None

@@ -4,6 +4,8 @@ eager: a GradientTape around y = x**2 (what TF 2 offers eagerly: tf.gradients is
 function: the seed's own code, `y = x**2; return y, tf.gradients(y, x)` inside tf.function with
 x passed in; graph: the same tf.gradients in a v1 session. A step returns the gradient (4.0) as a
 host float. The step is all overhead (one multiply): what it times is the cost of a call."""
+from .. import frameworks
+from ..versions import version_tuple
 from . import Prepared
 
 
@@ -41,3 +43,26 @@ def prepare(cell, rule):
         return float(tape.gradient(y, x).numpy())
 
     return Prepared(step=eager_step, facts=facts)
+
+
+# Which cells this backend runs (tfspeed/backends/__init__.py): the gradient cells of every
+# framework, to refuse those that are not TensorFlow's with the reason.
+FRAMEWORKS = frameworks.NAMES
+
+
+def claims(cell):
+    return cell["api"] == "gradient"
+
+
+def why_not(env, cell):
+    """Eager (GradientTape), inside tf.function (tf.gradients, the seed's code) and in a v1
+    session (tf.gradients), in TensorFlow only."""
+    if env["framework"] != "tensorflow":
+        return "the custom-gradient micro-case is TensorFlow's (seed 001)"
+    if cell["keras"] != "none" or cell["input"] != "numpy":
+        return "the custom-gradient micro-case uses no Keras and no input pipeline"
+    if cell["mode"] not in ("eager", "function", "graph"):
+        return "the custom-gradient micro-case runs eager, in tf.function or in a session"
+    if cell["mode"] == "function" and version_tuple(env["framework_version"] or "0") < (2, 0):
+        return "tf.function needs TF 2"
+    return "CPU build" if cell["device"] == "gpu" and env["build"] != "gpu" else None

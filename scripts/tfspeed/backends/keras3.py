@@ -2,7 +2,7 @@
 keras is imported). `eager` is Keras 3's default (compiled train steps); `run_eagerly` runs every step
 in Python. Inference: `model(x, training=False)` (call, eager only), predict, predict_on_batch."""
 from ..timing import clock
-from . import Prepared, Unsupported, kerasnet
+from . import Prepared, Unsupported, kerasnet, model_cell_why_not
 
 
 def prepare(cell, rule):
@@ -31,3 +31,27 @@ def prepare(cell, rule):
             return kerasnet.host_output(keras.ops.convert_to_numpy(net(x, training=False)))
         return Prepared(step=step, facts=facts)
     return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)
+
+
+# Which cells this backend runs (tfspeed/backends/__init__.py): Keras 3 on the jax or torch backend.
+FRAMEWORKS = ("jax", "torch")
+
+
+def claims(cell):
+    return cell["keras"] == "keras3"
+
+
+def why_not(env, cell):
+    reason = model_cell_why_not(env, cell)
+    if reason:
+        return reason
+    api, mode = cell["api"], cell["mode"]
+    if cell["input"] == "tfdata":
+        return "no TensorFlow in this env"
+    if api not in ("train_on_batch", "fit", "call", "predict", "predict_on_batch"):
+        return "Keras 3 backends are studied through Keras' own APIs"
+    if mode not in ("eager", "run_eagerly"):
+        return "Keras 3 offers eager (its default, compiled steps) and run_eagerly"
+    if api == "call" and mode != "eager":
+        return "run_eagerly is a compile() option: model(x) does not use it"
+    return None

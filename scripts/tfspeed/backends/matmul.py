@@ -5,7 +5,9 @@ finished before the clock stops. The fastest matmul cell of a machine is its att
 peak that the training cells' achieved FLOP/s are set against."""
 import numpy as np
 
+from .. import frameworks
 from ..models import DATA
+from ..versions import version_tuple
 from . import Prepared, Unsupported
 
 
@@ -65,3 +67,23 @@ def _tensorflow(tf, a, b, mode, device):
     kwargs = {"jit_compile": True} if mode == "xla" else {}
     fn = tf.function(lambda: tf.matmul(ta, tb), **kwargs)
     return Prepared(step=lambda: float(fn().numpy()[0, 0]), facts=facts)
+
+
+# Which cells this backend runs (tfspeed/backends/__init__.py): every framework's matmul cells.
+FRAMEWORKS = frameworks.NAMES
+
+
+def claims(cell):
+    return cell["api"] == "matmul"
+
+
+def why_not(env, cell):
+    fw, mode = env["framework"], cell["mode"]
+    if cell["keras"] != "none" or cell["input"] != "numpy":
+        return "the matmul micro-case uses no Keras and numpy data"
+    if mode not in frameworks.get(fw).matmul_modes:
+        return "no matmul mode %s for %s" % (mode, fw)
+    if fw == "tensorflow" and mode in ("function", "xla") and \
+            version_tuple(env["framework_version"]) < ((2, 0) if mode == "function" else (2, 5)):
+        return "%s matmul needs a newer TF" % mode
+    return "CPU build" if cell["device"] == "gpu" and env["build"] != "gpu" else None

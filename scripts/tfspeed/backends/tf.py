@@ -14,7 +14,7 @@ from .. import machine
 from ..models import INFER_APIS
 from ..timing import clock
 from ..versions import version_tuple
-from . import Prepared, Unsupported, kerasnet
+from . import Prepared, Unsupported, kerasnet, model_cell_why_not
 
 
 def setup(cell):
@@ -257,3 +257,71 @@ def custom_loop(tf, K, net, opt, model, mode, x, y, dataset):
         def step():
             return float(train_step(x, y))
     return step, traces
+
+
+# Which cells this backend runs (tfspeed/backends/__init__.py): TensorFlow's model cells, with
+# every Keras flavour it carries.
+FRAMEWORKS = ("tensorflow",)
+
+
+def claims(cell):
+    return True
+
+
+def why_not(env, cell):
+    reason = model_cell_why_not(env, cell)
+    if reason:
+        return reason
+    keras, mode, api, inp = cell["keras"], cell["mode"], cell["api"], cell["input"]
+    tfv = version_tuple(env["framework_version"] or "0")
+    if api == "call":
+        return _why_not_call(keras, mode, tfv)
+    if keras == "keras" and inp == "tfdata":
+        return "standalone Keras takes no tf.data"
+    if keras == "keras" and mode != "graph" and tfv < (2, 0):
+        return "standalone Keras 2.2 builds placeholders: graph mode only on TF 1"
+    if api == "custom_loop":
+        if keras in ("keras", "tf.python.keras") or tfv < (2, 0):
+            return "custom loops are studied on TF 2 Keras models"
+        if mode not in ("eager", "function", "xla"):
+            return "custom loops run eager, in tf.function, or XLA"
+        if mode == "xla" and tfv < (2, 5):
+            return "jit_compile needs TF >= 2.5"
+        return None
+    if mode == "graph":
+        return "Keras 3 has no v1 graph mode" if keras == "keras3" else None
+    if mode == "eager":
+        return None
+    if mode == "run_eagerly":
+        if keras == "keras" or tfv < (2, 0):
+            return "run_eagerly is a TF 2 Keras option"
+        return None
+    if mode == "xla":
+        if keras in ("keras", "tf.python.keras") or tfv < (2, 8):
+            return "compile(jit_compile=True) needs TF >= 2.8 Keras"
+        return None
+    if mode == "function" and api in INFER_APIS:
+        return "predict compiles its own tf.function; mode function is for model(x) (call)"
+    return "mode %s is not a TensorFlow mode" % mode
+
+
+def _why_not_call(keras, mode, tfv):
+    """`call` (model(x)): eager, in v1 graph mode as a session.run of the output, and in
+    tf.function / XLA on TF 2 Keras models (as custom loops)."""
+    if mode == "graph":
+        return "Keras 3 has no v1 graph mode" if keras == "keras3" else None
+    if mode == "eager":
+        if keras == "keras":
+            # Keras 2.3.1 on TF 2.0: "Layer ... was called with an input that isn't a symbolic
+            # tensor" for the numpy array
+            return "standalone Keras' model(x) takes symbolic tensors only: graph mode"
+        return None
+    if mode in ("function", "xla"):
+        if keras in ("keras", "tf.python.keras") or tfv < (2, 0):
+            return "model(x) in tf.function is studied on TF 2 Keras models"
+        if mode == "xla" and tfv < (2, 5):
+            return "jit_compile needs TF >= 2.5"
+        return None
+    if mode == "run_eagerly":
+        return "run_eagerly is a compile() option: model(x) does not use it"
+    return "mode %s is not a TensorFlow mode" % mode

@@ -1,0 +1,69 @@
+"""The framework catalogue (tfspeed/frameworks.py), the backends that declare which cells they run
+(tfspeed/backends/), and the config schema's axis values, which must be the code's."""
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from driver.study import envspec
+from tfspeed import backends, cells, frameworks
+
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
+
+
+def test_every_backend_declares_what_it_runs():
+    for name in backends.BACKENDS:
+        mod = importlib.import_module("tfspeed.backends." + name)
+        assert set(mod.FRAMEWORKS) <= set(frameworks.NAMES), name
+        assert callable(mod.claims) and callable(mod.why_not) and callable(mod.prepare), name
+
+
+def test_every_framework_has_a_backend_and_its_own_order():
+    for fw in frameworks.CATALOGUE:
+        assert any(fw.name in importlib.import_module("tfspeed.backends." + b).FRAMEWORKS
+                   for b in backends.BACKENDS), fw.name
+    assert sorted(f.order for f in frameworks.CATALOGUE) == list(range(len(frameworks.CATALOGUE)))
+    assert cells.MODES[-1] == "numpy" and set(cells.MODES) == {
+        m for f in frameworks.CATALOGUE for m in f.modes + f.matmul_modes}
+
+
+def cell(**axes):
+    return dict({"model": "small", "data": "small", "keras": "tf.keras", "mode": "eager",
+                 "api": "fit", "input": "numpy", "device": "cpu"}, **axes)
+
+
+@pytest.mark.parametrize("axes, framework, backend", [
+    (dict(model="matmul", data="matmul", api="matmul", keras="none"), "torch", "matmul"),
+    (dict(model="xsquared", data="scalar", api="gradient", keras="none"), "tensorflow", "gradient"),
+    (dict(keras="keras3"), "jax", "keras3"),
+    (dict(keras="keras3"), "tensorflow", "tf"),  # tf.keras is Keras 3 from TF 2.16
+    (dict(keras="none", api="custom_loop"), "torch", "torch"),
+])
+def test_load_looks_the_backend_up(axes, framework, backend):
+    assert backends.load(cell(**axes), framework).__name__ == "tfspeed.backends." + backend
+
+
+def test_a_framework_without_a_backend_is_unsupported_and_has_no_cells():
+    with pytest.raises(backends.Unsupported, match="mxnet"):
+        backends.load(cell(), "mxnet")
+    env = {"framework": "mxnet", "framework_version": "1.9", "flavours": ["none"], "build": "cpu"}
+    assert cells.why_not(env, cell(keras="none")) == "framework mxnet has no cells"
+
+
+def test_env_files_name_their_framework_by_the_catalogues_pins():
+    for pins, want in [({"torch": "2.1", "jax": "0.4"}, ("torch", "2.1")),
+                       ({"tf-nightly-cpu": "2.20", "torch": "2.1"}, ("tensorflow", "2.20")),
+                       ({"jax": "0.4.30"}, ("jax", "0.4.30")), ({"numpy": "1.26"}, (None, None))]:
+        facts = envspec.describe("x", "3.11", pins, [], [], {})
+        assert (facts["framework"], facts["framework_version"]) == want, pins
+
+
+def test_config_schema_enums_are_the_codes():
+    """The grid's axis values in schemas/config.schema.yaml are tfspeed.cells' (the cell file
+    schema checks the shape only and leaves the values to tfspeed.cells)."""
+    grid = yaml.safe_load(SCHEMA.read_text())["$defs"]["grid"]["properties"]
+    for key, values in [("keras", cells.KERAS), ("modes", cells.MODES), ("apis", cells.APIS),
+                        ("inputs", cells.INPUTS), ("devices", cells.DEVICES)]:
+        listed = grid[key]["oneOf"][1]["items"]["enum"]
+        assert listed == list(values), key
