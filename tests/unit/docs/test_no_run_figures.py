@@ -38,6 +38,7 @@ ALLOWED = {
     ("scripts/driver/tables/twins_rate.py", "24 pairs"): "the default design's twin count",
     ("scripts/driver/report/bottom_line.py", "1.2x"): "an example of the ratio format",
     ("scripts/driver/report/bottom_line.py", "0.89x"): "an example of the ratio format",
+    ("scripts/driver/report/guidance.py", "1.00-1.04x"): "an example of a merged rule",
 }
 
 
