@@ -61,10 +61,11 @@
       });
     });
   });
-  // printing: every disclosure open (restored afterwards)
+  // printing: the disclosures marked print-open open (restored afterwards); the others print
+  // as their one-line summary, a digest whose details stay in the HTML file
   var closed = [];
   function openAll() {
-    document.querySelectorAll('details:not([open])').forEach(function (d) {
+    document.querySelectorAll('details.print-open:not([open])').forEach(function (d) {
       closed.push(d); d.open = true;
     });
   }

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 from driver.report.fmt import col, ncol, num, text  # noqa: E402
 
@@ -88,11 +88,35 @@ def _small_font(fig: Figure):
         ax.yaxis.label.set_fontsize(7)
 
 
-def plain_log_axis(ax):
-    """Log-scale ticks as plain numbers (20, 50, 100), not 2 x 10^1."""
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(
-        lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+def log_ticks(low: float, high: float, min_ticks: int = 3) -> list[float]:
+    """Tick values for a log axis from low to high, as plain numbers a reader can read: the
+    1-2-5 series, then a finer 1-1.5-2-3-5-7 one, then evenly spaced values, whichever first
+    gives at least `min_ticks` ticks inside the range (at most 8)."""
+    if not (low > 0 and high > low and math.isfinite(high)):
+        return []
+    for subs in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(low)) - 1,
+                                              math.ceil(math.log10(high)) + 1)
+                 for m in subs if low <= m * 10.0 ** e <= high]
+        if min_ticks <= len(ticks) <= 8:
+            return ticks
+        if len(ticks) > 8:
+            return [t for t in ticks if any(math.isclose(t / 10.0 ** math.floor(math.log10(t)),
+                                                         m) for m in (1, 2, 5))] or ticks
+    return [float(t) for t in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(
+        low, high) if low <= t <= high]
+
+
+def plain_log_axis(ax, axis: str = "y"):
+    """A log axis whose ticks are plain numbers (20, 50, 100), at least three of them labelled
+    whatever the range (the limits must be set, or the data drawn, before the call)."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    ticks = log_ticks(low, high)
+    if ticks:
+        target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.3g}"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def achieved_flops(df: pd.DataFrame) -> pd.Series:
@@ -124,7 +148,7 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
             continue
         ncols = min(len(pairs), 3)
         nrows = math.ceil(len(pairs) / ncols)
-        fig = Figure(figsize=(0.8 + 3.6 * ncols, 0.6 + 2.6 * nrows))
+        fig = Figure(figsize=(0.8 + max(3.6, 0.2 * len(order)) * ncols, 0.9 + 2.8 * nrows))
         axes = fig.subplots(nrows, ncols, squeeze=False)
         seen = {}
         for ax, (model, data) in zip(axes.flat, pairs):
@@ -151,7 +175,7 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
                         ax.hlines(peak * scale * OVERHEAD_BOUND, x - 0.4, x + 0.4, color="#999",
                                   linestyle=":", linewidth=0.9)
             ax.set_xticks(list(xpos.values()))
-            ax.set_xticklabels(list(xpos.keys()), rotation=45, ha="right")
+            ax.set_xticklabels(list(xpos.keys()), rotation=90, fontsize=7)
             ax.set_yscale("log")
             plain_log_axis(ax)
             ax.set_ylabel(ylabel)
@@ -182,27 +206,46 @@ def plot_points(samples: np.ndarray, limit=MAX_PLOT_POINTS):
     return x, y, block
 
 
-def stability_grid(panels: list[dict], ncols=4) -> str:
-    """Stem plots of per-iteration times, small multiples, as one PNG data URI. Drifting cells
-    get a red panel and a DRIFT title, noisy ones an orange frame: the seed's throttling symptom
-    ("a rising stem plot of iteration times") is then visible at a glance."""
+SLOWER_RED, FASTER_GREEN = "#a12622", "#1e7b34"
+
+
+def drift_words(ratio: float) -> tuple[str, str]:
+    """(words, colour) of a drift by its direction: last-quarter / first-quarter median > 1 is
+    a cell that got slower over its run (red), < 1 one that got faster (green)."""
+    r = num(ratio)
+    if math.isnan(r):
+        return "drift", SLOWER_RED
+    if r >= 1:
+        return f"slower over time ×{r:.2f}", SLOWER_RED
+    return f"faster over time ×{r:.2f}", FASTER_GREEN
+
+
+def stability_grid(panels: list[dict], ncols=3) -> str:
+    """Stem plots of per-iteration times, small multiples, as one inline SVG (vector, 9 pt
+    text). Each panel's stems are one path. A drifting cell is titled by its direction (slower
+    or faster over time, coloured so) with its tinted background; a noisy one has an orange
+    frame: the seed's throttling symptom ("a rising stem plot of iteration times") shows at a
+    glance."""
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(2.7 * ncols, 1.85 * nrows))
+    fig = Figure(figsize=(3.6 * ncols, 2.55 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
+    findings = []
     for ax, p in zip(axes.flat, panels):
         y_all = np.asarray(p["samples"], dtype=float) * 1e3
         x, y, _ = plot_points(y_all)
-        colour = "#c0392b" if p["drift"] else "#34495e"
-        ax.vlines(x, 0, y, color=colour, linewidth=0.5, alpha=0.8)
-        ax.plot(x, y, ".", color=colour, markersize=1.2)
+        words, colour = drift_words(p.get("drift_ratio")) if p["drift"] else ("", "#34495e")
+        stems_x = np.repeat(np.asarray(x, dtype=float), 3)
+        stems_y = np.column_stack([np.zeros(len(y)), y, np.full(len(y), np.nan)]).ravel()
+        stems_x[2::3] = np.nan
+        ax.plot(stems_x, stems_y, color=colour, linewidth=0.6, alpha=0.85)
         n = y_all.size
         med = float(np.median(y_all))
-        ax.axhline(med, color="k", linewidth=0.5, linestyle=":")
+        ax.axhline(med, color="k", linewidth=0.6, linestyle=":")
         if n >= 8:  # first- and last-quarter medians: the size of a trend, drawn
             q = n // 4
             ax.hlines([np.median(y_all[:q]), np.median(y_all[-q:])], [0, n - q], [q, n],
-                      color="#8e44ad", linewidth=1.4)
+                      color="#8e44ad", linewidth=1.6)
         for b in p.get("bounds", []):
             ax.axvline(b, color="#7f8c8d", linewidth=0.6, linestyle="--")
         top = max(float(np.percentile(y_all, 99)) * 1.15, med * 1.3)
@@ -211,21 +254,27 @@ def stability_grid(panels: list[dict], ncols=4) -> str:
         ax.set_xlim(-0.5, n)
         title = p["title"]
         if p["drift"]:
-            ax.set_facecolor("#fdecea")
-            title = f"DRIFT x{num(p.get('drift_ratio')):.2f}\n" + title
+            ax.set_facecolor("#fdecea" if colour == SLOWER_RED else "#e8f5ec")
+            title = f"{words}\n" + title
+            findings.append(words)
         if p["noisy"]:
             for spine in ax.spines.values():
                 spine.set_edgecolor("#e67e22")
                 spine.set_linewidth(1.6)
             title = "noisy · " + title
         if clipped:
-            ax.text(0.99, 0.98, f"{clipped} above", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=6.5, color="#555")
-        ax.set_title(title, fontsize=7.5, color="#a12622" if p["drift"] else "#222",
-                     pad=2, linespacing=1.0)
-        ax.tick_params(labelsize=6.5, length=2, pad=1)
-        ax.set_ylabel("ms / step", fontsize=6.5, labelpad=1)
+            ax.text(0.99, 0.97, f"{clipped} off scale", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=9, color="#555")
+        ax.set_title(title, fontsize=9, color=colour if p["drift"] else "#222", pad=3,
+                     linespacing=1.1)
+        ax.tick_params(labelsize=9, length=2, pad=1)
+        ax.set_ylabel("ms per step", fontsize=9, labelpad=1)
+        ax.set_xlabel("step", fontsize=9, labelpad=1)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    fig.tight_layout(pad=0.3, h_pad=0.5, w_pad=0.3)
-    return fig_png_uri(fig, dpi=100)
+    fig.tight_layout(pad=0.3, h_pad=0.6, w_pad=0.4)
+    n_drift = sum(1 for p in panels if p["drift"])
+    label = (f"Stem plots of every timed step of {len(panels)} cells: "
+             + (f"{n_drift} drift ({'; '.join(findings)})" if n_drift else "none drifts")
+             + f", {sum(1 for p in panels if p['noisy'])} noisy")
+    return fig_svg(fig, label)

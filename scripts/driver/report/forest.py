@@ -66,9 +66,18 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     ax.tick_params(labelsize=8)
     ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     fig.tight_layout()
-    label = (f"Forest plot, {panel['title']}: step time of each TF 2 version divided by "
-             f"{reference}'s with its 95 % confidence interval; the shaded band is "
-             f"1 ± {min_effect:.0%}")
+    heads = [r for r in rows if r["head"] and not math.isnan(r["ratio"])]
+    counts = {}
+    for r in heads:
+        word = VERDICT_STYLE.get(r["verdict"], VERDICT_STYLE["inconclusive"])[2]
+        counts[word] = counts.get(word, 0) + 1
+    finding = ""
+    if heads:
+        ratios = [r["ratio"] for r in heads]
+        finding = (f": {', '.join(f'{w} in {n}' for w, n in counts.items())} of {len(heads)} "
+                   f"versions, ratios {min(ratios):.2f}–{max(ratios):.2f}x")
+    label = (f"Forest plot, {panel['title']}, TF 2 step time divided by {reference}'s"
+             f"{finding}; 95 % confidence intervals, shaded band 1 ± {min_effect:.0%}")
     return fig_svg(fig, label)
 
 
@@ -108,6 +117,16 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
                      for a, v in zip(HISTORY_KEYS, key))
 
     groups.sort(key=lambda kv: (-kv[1]["env"].nunique(), rank(kv[0])))
+    # One y scale for every panel of a model and data pair (and machine), so panels compare.
+    limits = {}
+    for key, part in groups:
+        k = dict(zip(HISTORY_KEYS, key))
+        vals = pd.concat([part["median_s"], part["ci_low_s"], part["ci_high_s"]]).dropna() * 1e3
+        vals = vals[vals > 0]
+        if len(vals):
+            share = (k["machine"], k["model"], k["data"])
+            lo_, hi_ = limits.get(share, (math.inf, 0.0))
+            limits[share] = (min(lo_, float(vals.min())), max(hi_, float(vals.max())))
     panels = []
     for key, part in groups:
         k = dict(zip(HISTORY_KEYS, key))
@@ -116,13 +135,17 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
         part = part.assign(_x=part["env"].map(pos)).sort_values("_x")
         fig = Figure(figsize=(4.3, 2.5))
         ax = fig.add_subplot()
-        x, y = part["_x"].to_numpy(), part["median_s"].to_numpy() * 1e3
+        x, y = part["_x"].to_numpy(dtype=float), part["median_s"].to_numpy() * 1e3
         lo, hi = part["ci_low_s"].to_numpy() * 1e3, part["ci_high_s"].to_numpy() * 1e3
-        band = ~(np.isnan(lo) | np.isnan(hi))
+        # no line or band across a version that was not measured: NaN breaks them there
+        gap = np.concatenate([[False], np.diff(x) > 1])
+        xl, yl, lol, hil = (np.insert(a, np.nonzero(gap)[0], np.nan) for a in (x, y, lo, hi))
+        band = ~(np.isnan(lol) | np.isnan(hil))
         if band.any():
-            ax.fill_between(x[band], lo[band], hi[band], color="#1f77b4", alpha=0.2, linewidth=0,
+            ax.fill_between(xl, lol, hil, where=band, color="#1f77b4", alpha=0.2, linewidth=0,
                             label="95 % CI")
-        ax.plot(x, y, "-o", color="#1f4e99", markersize=3.5, linewidth=1.3, label="median")
+        ax.plot(xl, yl, "-", color="#1f4e99", linewidth=1.3)
+        ax.plot(x, y, "o", color="#1f4e99", markersize=3.5, label="median")
         for n_mark, (env, direction) in enumerate((marks or {}).get(tuple(key), [])):
             if env in pos:  # a change point: the level moved between the previous point and env
                 ax.axvline(pos[env] - 0.5, color="#a12622" if direction == "slower" else
@@ -145,6 +168,11 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
         ax.set_xticklabels([_short(version.get(e, e)) for e in envs], rotation=90, fontsize=7)
         ax.set_xlim(-0.6, len(envs) - 0.4)
         ax.set_yscale("log")
+        low, high = limits.get((k["machine"], k["model"], k["data"]), (math.nan, math.nan))
+        if refline:
+            low, high = min(low, m), max(high, m)
+        if math.isfinite(low) and math.isfinite(high) and high > 0:
+            ax.set_ylim(low / 1.08, high * 1.08)
         plain_log_axis(ax)
         ax.set_ylabel("ms per step", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
@@ -155,8 +183,17 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
         ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
         ax.legend(fontsize=6.5, frameon=False, loc="best")
         fig.tight_layout()
+        ok_ = ~np.isnan(y)
+        finding = ""
+        if ok_.any():
+            ver = [_short(version.get(e, e)) for e in part["env"]]
+            i_min, i_max = int(np.nanargmin(y)), int(np.nanargmax(y))
+            finding = (f"; from {y[ok_][0]:,.1f} ms (TF {ver[int(np.argmax(ok_))]}) to "
+                       f"{y[ok_][-1]:,.1f} ms (TF {ver[len(ok_) - 1 - int(np.argmax(ok_[::-1]))]})"
+                       f", fastest TF {ver[i_min]} ({y[i_min]:,.1f} ms), slowest TF "
+                       f"{ver[i_max]} ({y[i_max]:,.1f} ms)")
         label = (f"Performance history of {title.replace(chr(10), ', ')}: median ms per step "
-                 f"per TF version with its CI band{refline}")
+                 f"per TF version{finding}{refline}")
         panels.append({"title": title.replace("\n", ", "), "svg": fig_svg(fig, label)})
     fewer = df.groupby(HISTORY_KEYS).ngroups - len(panels) if len(df) else 0
     return {"panels": panels, "fewer": fewer, "min_versions": min_versions}

@@ -30,18 +30,18 @@ from driver.report.fmt import (
     text,
     version_key,
 )
-from driver.tables.registry import BY_NAME
+from driver.tables.ordering import AXIS_ORDER
+from driver.tables.registry import BY_NAME, REGISTRY
 from tfspeed.cells import AXES
 
 # Columns that identify a cell or a side of a comparison (never numbers to format).
 ID_COLS = ["machine", "env", "framework", "framework_version", "python", "keras_version", *AXES]
 
 # The "at a glance" matrix of each comparison: these axes become its columns, the rest its rows.
-GLANCE_COLUMNS = {"tf2_vs_tf1": ["mode"]}
+GLANCE_COLUMNS = {t.name: list(t.glance) for t in REGISTRY}  # each table's `glance`
 
 GLANCE_DEFAULT = ["env"]
 
-API_SHORT = {"train_on_batch": "tob", "fit": "fit", "custom_loop": "loop"}
 
 
 def identifier_columns(df: pd.DataFrame) -> tuple[list[str], list[str], list[str]]:
@@ -56,6 +56,30 @@ def identifier_columns(df: pd.DataFrame) -> tuple[list[str], list[str], list[str
 def side_label(row, cols) -> str:
     return " ".join(text(row.get(c)) for c in cols if text(row.get(c)) and
                     not c.endswith("cell_id"))
+
+
+def _axis_key(columns, values) -> tuple:
+    """The study's order for a row or column key: envs and versions by number, axes in the
+    order tfspeed.cells lists them, anything else as text."""
+    out = []
+    for c, v in zip(columns, values):
+        base = c.removeprefix("left_").removeprefix("right_")
+        if "env" in base or "version" in base:
+            out.append((0, version_key(v), v))
+        elif base in AXIS_ORDER:
+            out.append((1, (AXIS_ORDER[base].get(v, 99),), v))
+        else:
+            out.append((2, (), v))
+    return tuple(out)
+
+
+def _glance_cell(row, compact: bool) -> dict:
+    if row is None:
+        return cell("", "na")
+    out = pct_cell(row)
+    if compact:
+        out.pop("sub", None)
+    return out
 
 
 def comparison_view(name: str, df: pd.DataFrame) -> dict:
@@ -82,27 +106,33 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
         rowkeys = [c for c in rowkeys if keyed.assign(_v=col(df, c).map(text))
                    .groupby(colkeys)["_v"].nunique().max() > 1]
     recs = records(df)
+    n_col = len({tuple(text(r.get(c)) for c in colkeys) for r in recs}) if colkeys else 0
+    n_row = len({tuple(text(r.get(c)) for c in rowkeys) for r in recs}) if rowkeys else 0
+    if n_col > 8 and n_row < n_col:  # pivoted: a wide, mostly empty matrix turns on its side
+        colkeys, rowkeys = rowkeys, colkeys
+    if len(rowkeys) > 6:  # a matrix keyed by that many columns reads worse than the rows
+        colkeys = []
     if colkeys and rowkeys:
         col_values = []
         for r in recs:
             k = tuple(text(r.get(c)) for c in colkeys)
             if k not in col_values:
                 col_values.append(k)
-        col_values.sort(key=lambda k: tuple(version_key(v) if "env" in c else (v,)
-                                            for c, v in zip(colkeys, k)))
+        col_values.sort(key=lambda k: _axis_key(colkeys, k))
         matrix = {}
         for r in recs:
             rk = tuple(text(r.get(c)) for c in rowkeys)
             ck = tuple(text(r.get(c)) for c in colkeys)
             matrix.setdefault(rk, {}).setdefault(ck, r)
+        compact = len(col_values) > 8  # many columns: the medians stay in the tooltip
         view["glance"] = {
             "row_headers": rowkeys,
             "col_headers": [" · ".join(k) for k in col_values],
             "col_axes": " · ".join(colkeys),
             "rows": [{"key_values": list(rk),
-                      "cells": [pct_cell(matrix[rk][ck]) if ck in matrix[rk] else cell("", "na")
+                      "cells": [_glance_cell(matrix[rk].get(ck), compact)
                                 for ck in col_values]}
-                     for rk in sorted(matrix)],
+                     for rk in sorted(matrix, key=lambda k: _axis_key(rowkeys, k))],
         }
     # The full rows.
     shared_v = [c for c in shared if c in varying]
@@ -233,7 +263,7 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
                 summ.get("drift_ratio"))
             axes = {a: text(row.get(a), text(s["axes"].get(a))) for a in AXES}
             title = (f"{axes['model']}-{axes['data']} · {axes['keras']}\n{axes['mode']} · "
-                     f"{API_SHORT.get(axes['api'], axes['api'])} · {axes['input']} · "
+                     f"{axes['api']} · {axes['input']} · "
                      f"{axes['device']}")
             panels.append({"title": title, "samples": s["samples"], "bounds": s["bounds"],
                            "drift": drift, "noisy": noisy, "drift_ratio": ratio})
@@ -256,7 +286,7 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
         figures.append({"machine": machine, "env": env, "n": len(panels),
                         "n_drift": sum(p["drift"] for p in panels),
                         "n_noisy": sum(p["noisy"] for p in panels), "downsampled": n_big,
-                        "uri": stability_grid(panels)})
+                        "svg": stability_grid(panels)})
     columns = [{"label": c, "num": n} for c, n in (
         ("env", False), ("cell", False), ("samples", True), ("median ms", True),
         ("drift", False), ("last / first quarter", True), ("noisy", False),

@@ -18,7 +18,36 @@ def failures_view(cells, failures: list[dict]) -> dict:
     counts = {}
     for it in items:
         counts[it["status"]] = counts.get(it["status"], 0) + 1
-    return {"entries": items, "counts": counts, "problems": []}
+    groups = group_by_cell(items)
+    cell_counts = {}
+    for g in groups:
+        cell_counts[g["status"]] = cell_counts.get(g["status"], 0) + 1
+    return {"entries": items, "groups": groups, "counts": counts, "cell_counts": cell_counts,
+            "problems": []}
+
+
+def group_by_cell(items: list[dict]) -> list[dict]:
+    """One entry per (status, machine, env, cell) and first line of the reason: its processes
+    counted, the log of the first shown once (four copies of one traceback say nothing more)."""
+    groups = {}
+    for it in items:
+        reason = text(it.get("reason"))
+        first = reason.splitlines()[0] if reason else "no reason recorded"
+        key = (it["status"], it["machine"], it["env"], it["cell"], first)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"status": it["status"], "machine": it["machine"],
+                               "env": it["env"], "cell": it["cell"], "first_line": first,
+                               "reason": reason, "reason_lines": len(reason.splitlines()),
+                               "log_tail": text(it.get("log_tail")), "path": text(it.get("path")),
+                               "n": 0, "repeat_list": []}
+            g["log"] = bool(g["log_tail"] or g["path"] or g["reason_lines"] > 1)
+        g["n"] += 1
+        if text(it.get("repeat")) != "":
+            g["repeat_list"].append(text(it.get("repeat")))
+    for g in groups.values():
+        g["repeats"] = ", ".join(g.pop("repeat_list"))
+    return list(groups.values())
 
 
 def build(data) -> dict:
