@@ -218,3 +218,34 @@ def compare_folders(tables_a, tables_b):
         except (OSError, ValueError):
             sides.append({})
     return compare_machines(*sides)
+
+
+def describe(facts):
+    """A machine's fingerprint and probe in words, for the report's machine line: [] when the
+    facts (a cell file's provenance.machine, as facts.json holds it) carry neither."""
+    parts = []
+    fp = facts.get("fingerprint") or {}
+    if fp:
+        flags = ", ".join(fp.get("flags") or []) or "none of them"
+        caches = ", ".join("%s %s" % (k, str(v).split(" (")[0])
+                           for k, v in sorted((fp.get("caches") or {}).items()))
+        parts.append("%s family %s model %s stepping %s; kernel flags: %s%s; %s threads per core; "
+                     "hypervisor: %s; fingerprint %s" % (
+                         fp.get("vendor"), fp.get("family"), fp.get("model"), fp.get("stepping"),
+                         flags, "; caches: " + caches if caches else "",
+                         fp.get("threads_per_core") or "?", fp.get("hypervisor") or "none",
+                         str(fp.get("hash"))[:HASH_DIGITS]))
+    if len(facts.get("fingerprints") or []) > 1:
+        parts.append("%d different machines wrote cells under this key"
+                     % len(facts["fingerprints"]))
+    probe = facts.get("probe") or {}
+    if probe.get("cells"):
+        cells = []
+        for cell, c in sorted(probe["cells"].items()):
+            line = "%s %.3g ms" % (cell.split(".")[0], 1e3 * (c.get("median_s") or 0))
+            if c.get("ratio") is not None:
+                line += " (%.2fx the key's reference probe)" % c["ratio"]
+            cells.append(line)
+        parts.append("probe (%s, %s): %s" % (probe.get("stamp"), probe.get("verdict"),
+                                              ", ".join(cells)))
+    return parts

@@ -173,3 +173,19 @@ def test_the_facts_of_a_key_list_every_fingerprint_under_it():
     assert facts["k"]["fingerprints"] == sorted([f25["hash"], f26["hash"]])
     assert facts["j"]["fingerprints"] == []
     assert fingerprint.compare_machines(facts, {"k": _facts(f25)})["same_machine"] is False
+
+
+def test_the_report_line_shows_the_fingerprint_the_probe_and_a_second_machine():
+    from driver.report.sections.verdict import describe_machine
+
+    f = fp(CPUINFO.replace("avx2 hypervisor", "avx2 avx512f avx512_bf16 hypervisor"))
+    probe = {"verdict": "ok", "stamp": "20261125T125907Z", "cells": {
+        "matmul-matmul.none.numpy.matmul.numpy.cpu": {"median_s": 0.0296, "ratio": 1.02}}}
+    line = describe_machine(dict(_facts(f), cpu_count=2, probe=probe))
+    assert "AMD EPYC (2 logical cores)" in line
+    assert "family 25 model 1 stepping 1" in line and "avx512_bf16, avx512f" in line
+    assert "hypervisor: KVM" in line and "fingerprint " + f["hash"][:8] in line
+    assert "matmul-matmul 29.6 ms (1.02x the key's reference probe)" in line
+    two = describe_machine(dict(_facts(f), fingerprints=["a" * 64, "b" * 64]))
+    assert "2 different machines wrote cells under this key" in two
+    assert fingerprint.describe({"cpu_model": "old"}) == []

@@ -6,7 +6,7 @@ from driver.report import answer
 from driver.report.bottom_line import bottom_line
 from driver.report.fmt import col, is_true, num, records, text, version_key
 from driver.report.forest import forest_svg
-from driver.study import layout
+from driver.study import fingerprint, layout
 
 ID, TITLE, ORDER = "verdict", "Answer", 10
 
@@ -25,6 +25,7 @@ def describe_machine(facts: dict) -> str:
         parts.append("no GPU")
     if facts.get("mem_total_gb"):
         parts.append(f"{facts['mem_total_gb']} GB RAM")
+    parts += fingerprint.describe(facts)  # the fingerprint and the probe (docs/machines.md)
     return "; ".join(parts)
 
 
