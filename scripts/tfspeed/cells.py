@@ -27,7 +27,10 @@ TRAIN_APIS = ("train_on_batch", "fit", "custom_loop")
 # A step is one call returning the output on the host (a numpy array), so the work is done when the
 # clock stops. Input is always the same numpy array.
 APIS = TRAIN_APIS + INFER_APIS + ("matmul", "gradient")
-INPUTS = ("numpy", "tfdata")
+# numpy arrays, tf.data, and Python's own: a generator and a keras.utils.Sequence / PyDataset
+# (backends/kerasnet.py), which feed Keras' train_on_batch and fit only
+INPUTS = ("numpy", "tfdata", "generator", "sequence")
+PYTHON_INPUTS = ("generator", "sequence")
 DEVICES = ("cpu", "gpu")
 
 # File-name tokens for values that contain dots.
@@ -76,6 +79,9 @@ def why_not(env, cell):
         return "the matmul micro-case is its own model and api"
     if (model == "xsquared") != (api == "gradient"):
         return "the custom-gradient micro-case (y = x**2) is its own model and api"
+    if cell["input"] in PYTHON_INPUTS and (api not in ("train_on_batch", "fit")
+                                           or cell["keras"] == "none"):
+        return "a generator or Sequence input feeds Keras' train_on_batch and fit"
     if model == "cnn2d" and api not in INFER_APIS:
         return "seed 003 times this CNN's inference only"
     if model == "mlp784" and (env["framework"] != "tensorflow" or

@@ -30,6 +30,9 @@ def prepare(cell, rule):
         def step():
             return kerasnet.host_output(keras.ops.convert_to_numpy(net(x, training=False)))
         return Prepared(step=step, facts=facts)
+    if cell["input"] in kerasnet.PYTHON_INPUTS:  # a generator or a PyDataset
+        return Prepared(step=kerasnet.python_input_steps(keras, net, x, y, cell["api"],
+                                                         cell["input"]), facts=facts)
     return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)
 
 

@@ -216,3 +216,66 @@ def same_function_output(cell, framework, x, weights):
     for layer, arrays in zip(held, per_layer):
         layer.set_weights(arrays)
     return np.asarray(net.predict(x, batch_size=x.shape[0], verbose=0))
+
+
+# Inputs beyond numpy and tf.data (the seed: "many other formats exist"): a Python generator and a
+# keras.utils.Sequence (Keras 3: PyDataset), each serving a few distinct batches in turn, as the
+# tf.data input does (tf.make_dataset), so no input holds `iterations` batches in memory.
+PYTHON_INPUTS = ("generator", "sequence")
+
+
+def distinct_batches(x, y, distinct=4):
+    return [(np.roll(x, i, axis=0), np.roll(y, i, axis=0)) for i in range(distinct)]
+
+
+def batch_generator(x, y):
+    """A plain Python generator of (x, y) batches, forever."""
+    batches = distinct_batches(x, y)
+    i = 0
+    while True:
+        yield batches[i % len(batches)]
+        i += 1
+
+
+def batch_sequence(K, x, y):
+    """A keras.utils.PyDataset (Keras 3) or keras.utils.Sequence (Keras 2) of the batches."""
+    utils = K.utils
+    base = getattr(utils, "PyDataset", None) or getattr(utils, "Sequence", None)
+    if base is None:
+        raise Unsupported("this Keras has neither keras.utils.PyDataset nor keras.utils.Sequence")
+    batches = distinct_batches(x, y)
+
+    class Batches(base):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, index):
+            return batches[index % len(batches)]
+
+    return Batches()
+
+
+def python_input_steps(K, net, x, y, api, kind):
+    """One step of train_on_batch or fit fed by a generator or a Sequence/PyDataset. fit: a whole
+    one-step fit() call on the input, as fit_step times numpy and tf.data; train_on_batch: the
+    next batch drawn from the input, then train_on_batch on it (the draw is part of the step, as
+    for tf.data). Unsupported where this Keras refuses the input."""
+    source = batch_generator(x, y) if kind == "generator" else batch_sequence(K, x, y)
+    if api == "fit":
+        def fit():
+            try:
+                history = net.fit(source, steps_per_epoch=1, epochs=1, verbose=0, shuffle=False)
+            except (TypeError, ValueError, NotImplementedError) as exc:
+                raise Unsupported("fit does not take a %s here: %s" % (kind, exc)) from exc
+            return host_loss(history.history["loss"][-1])
+        return fit
+    if api == "train_on_batch":
+        if kind == "generator":
+            return lambda: host_loss(net.train_on_batch(*next(source)))
+        counter = [0]
+
+        def step():
+            counter[0] += 1
+            return host_loss(net.train_on_batch(*source[counter[0] % len(source)]))
+        return step
+    raise Unsupported("api %s with %s input" % (api, kind))
