@@ -22,6 +22,7 @@ from driver.study.locks import default_lock_path  # noqa: E402
 from driver.tables.registry import NAMES as TABLES  # noqa: E402
 from tfspeed import cells as tfcells  # noqa: E402
 from tfspeed import models  # noqa: E402
+from tfspeed import usermodels  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
 # With --sdm conda, cells run in Snakemake's conda envs made from the same files; else in our venvs.
@@ -124,6 +125,7 @@ def check_config():
             "min_samples %s exceeds max_samples %s"
             % (stop["min_samples"], stop["max_samples"]),
         )
+    register_user_models()
     names = set()
     for i, grid in enumerate(config["grids"]):
         where = "grids[%d] (%s)" % (i, grid["name"])
@@ -152,12 +154,39 @@ def check_config():
                         "%r is a test-only fault model; set "
                         "allow_fault_models: true to use it" % model,
                     )
+            elif model not in models.MODELS or data not in models.DATA:
+                config_error(f"{where}.pairs", unknown_pair(model, data))
+            elif usermodels.is_user(model, data):
+                why = usermodels.pair_error(model, data)
+                if why:
+                    config_error(f"{where}.pairs", why)
             elif not models.output_length_ok(model, data):
                 config_error(
                     f"{where}.pairs",
                     "model %r cannot take data %r (its convolutions "
                     "leave nothing; the seed leaves this pair out)" % (model, data),
                 )
+
+
+def register_user_models():
+    """Config `models` and `data` (a user's own), checked and made known to tfspeed.models."""
+    try:
+        usermodels.register(config.get("models"), config.get("data"))
+    except usermodels.ModelError as exc:
+        config_error(exc.where, exc.message)
+
+
+def unknown_pair(model, data):
+    """The error for a pair naming a model or data that neither the study nor config has."""
+    if model not in models.MODELS:
+        return "unknown model %r; models: %s (config `models` adds your own)" % (
+            model,
+            ", ".join(models.MODELS),
+        )
+    return "unknown data %r; data: %s (config `data` adds your own)" % (
+        data,
+        ", ".join(models.DATA),
+    )
 
 
 check_config()
@@ -333,7 +362,13 @@ def stop_rule(model):
 
 
 def cell_params(wildcards):
-    return json.dumps(tfcells.parse_cell_id(wildcards.cell), sort_keys=True)
+    """The cell's axes as JSON; a user's model or data travels with it as `spec` (the seed's
+    cells' parameters stay as they were)."""
+    cell = tfcells.parse_cell_id(wildcards.cell)
+    spec = usermodels.payload(cell["model"], cell["data"])
+    if spec:
+        cell["spec"] = spec
+    return json.dumps(cell, sort_keys=True)
 
 
 def rule_params(wildcards):
