@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -52,6 +52,13 @@ format: venv  ## snakefmt and ruff --fix
 
 selfbench: venv  ## benchmark the harness itself; prints figures and a JSON line
 	$(BIN)/python scripts/selfbench.py $(ARGS)
+
+dimension: venv  ## variance and cost per level, best repeats and window: make dimension R=<results dir> [B=<second run>]
+	@test -n "$(R)" || { echo "usage: make dimension R=<results dir> [B=<second results dir>]" >&2; exit 2; }
+	$(BIN)/python scripts/dimension.py $(R) $(B) $(ARGS)
+
+measure-fork: venv  ## fresh vs forked cell processes (spread, cost); on a quiet machine only: make measure-fork ARGS="--n 20"
+	$(BIN)/python scripts/measure_fork.py $(ARGS)
 
 publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
 	$(BIN)/python scripts/publish.py --results results --docs docs

@@ -1,0 +1,125 @@
+"""Dimensioning (driver/stats/dimension.py) on synthetic nested data whose components are known,
+against statsmodels' MixedLM and a brute-force optimum."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+
+from driver.stats import dimension
+
+
+def nested(rng, runs, procs, samples, run_sd, proc_sd, within_sd):
+    rows = []
+    for r in range(runs):
+        ru = rng.normal(0, run_sd) if run_sd else 0.0
+        for p in range(procs):
+            pe = rng.normal(0, proc_sd)
+            for y in rng.normal(ru + pe, within_sd, samples):
+                rows.append({"run": r, "process": f"{r}.{p}", "y": y})
+    return pd.DataFrame(rows)
+
+
+def test_two_levels_match_mixedlm_and_the_truth():
+    df = nested(np.random.default_rng(0), 1, 60, 15, 0.0, 0.06, 0.03)
+    got = dimension.nested_components(df)
+    fit = smf.mixedlm("y ~ 1", df, groups=df["process"]).fit(reml=True)
+    assert got["within"] == pytest.approx(fit.scale, rel=0.02)
+    assert got["process"] == pytest.approx(float(fit.cov_re.iloc[0, 0]), rel=0.05)
+    assert got["process"] == pytest.approx(0.06 ** 2, rel=0.35)
+    assert got["within"] == pytest.approx(0.03 ** 2, rel=0.1)
+
+
+def test_three_levels_match_mixedlm():
+    df = nested(np.random.default_rng(1), 25, 5, 10, 0.08, 0.05, 0.03)
+    got = dimension.nested_components(df, run="run")
+    fit = smf.mixedlm("y ~ 1", df, groups=df["run"], re_formula="1",
+                      vc_formula={"process": "0 + C(process)"}).fit(reml=True)
+    assert got["within"] == pytest.approx(fit.scale, rel=0.02)
+    assert got["process"] == pytest.approx(float(fit.vcomp[0]), rel=0.1)
+    assert got["run"] == pytest.approx(float(fit.cov_re.iloc[0, 0]), rel=0.1)
+    assert got["run"] == pytest.approx(0.08 ** 2, rel=0.5)
+
+
+def records(rng, cells, k, n, proc_sd, within_sd, sample_s, overhead_s, run_shift=0.0):
+    """Cell files (the keys dimension reads) with known levels: per-sample sd within_sd (iid),
+    between-process sd proc_sd, samples of sample_s seconds, overhead_s outside the window."""
+    out = []
+    for c in range(cells):
+        level = math.log(0.01 * (1 + c)) + run_shift * rng.normal()
+        for rep in range(k):
+            mu = level + rng.normal(0, proc_sd)
+            samples = np.exp(rng.normal(mu, within_sd, n))
+            window = n * sample_s
+            out.append({"machine": "m", "env": "e", "cell_id": f"c{c}", "repeat": rep,
+                        "status": "ok", "samples_s": list(samples), "timed_wall_s": window,
+                        "provenance": {"cell_wall_s": window + overhead_s}})
+    return out
+
+
+def test_cell_levels_recover_the_known_components():
+    rng = np.random.default_rng(2)
+    recs = records(rng, cells=80, k=4, n=200, proc_sd=0.05, within_sd=0.1, sample_s=0.005,
+                   overhead_s=6.0)
+    levels = dimension.pooled(dimension.cell_levels(recs))
+    # a: variance of the mean log per second = within^2 * sample_s (iid samples)
+    assert levels["a"] == pytest.approx(0.1 ** 2 * 0.005, rel=0.25)
+    assert levels["T2"] == pytest.approx(0.05 ** 2, rel=0.25)
+    assert levels["overhead_s"] == pytest.approx(6.0)
+    assert levels["window_s"] == pytest.approx(1.0)
+
+
+def test_best_window_is_the_brute_force_optimum():
+    a, t2, o = 5e-5, 0.0025, 6.0
+    ws = np.linspace(0.01, 10, 20000)
+    brute = ws[np.argmin((t2 + a / ws) * (o + ws))]
+    assert dimension.best_window(a, t2, o) == pytest.approx(brute, rel=1e-3)
+    assert dimension.best_window(a, 0.0, o) == math.inf
+
+
+def test_recommend_stays_in_budget_and_beats_the_current_design():
+    levels = {"a": 5e-5, "T2": 0.0025, "overhead_s": 6.0}
+    current = 4 * (6.0 + 0.5)
+    best = dimension.recommend(levels, current)
+    assert best["seconds_per_cell"] <= current
+    now = dimension.halfwidth(4, 0.5, 5e-5, 0.0025)
+    assert best["halfwidth"] <= now
+
+
+def test_run_component_from_two_runs():
+    rng = np.random.default_rng(3)
+    base = records(rng, 120, 4, 100, 0.05, 0.1, 0.005, 6.0)
+    shift = np.random.default_rng(4)
+    other = records(np.random.default_rng(5), 120, 4, 100, 0.05, 0.1, 0.005, 6.0)
+    # run B: every cell moved by its own N(0, 0.04) on top of the same cell levels
+    moves = {f"c{c}": shift.normal(0, 0.04) for c in range(120)}
+    for rec in other:
+        rec["samples_s"] = list(np.asarray(rec["samples_s"]) * math.exp(moves[rec["cell_id"]]))
+    a = dimension.cell_levels(base)
+    b = dimension.cell_levels(other)
+    got = dimension.run_component(a, b)
+    assert got["cells"] == 120
+    assert got["T3"] == pytest.approx(0.04 ** 2 / 2, abs=0.0006)
+
+
+def test_make_dimension_reads_a_results_dir(tmp_path, capsys):
+    from cellfiles import write_cell
+    from dimension import main
+
+    rng = np.random.default_rng(6)
+    root = tmp_path / "results" / "cells"
+    for env in ("tf1.14", "tf2.0", "tf2.3", "tf2.15", "tf2.21"):
+        for mode in ("eager", "graph"):
+            for rep in range(3):
+                mu = rng.normal(math.log(0.02), 0.05)
+                write_cell(root, env, repeat=rep, mode=mode,
+                           samples=list(np.exp(rng.normal(mu, 0.1, 64))))
+    main([str(tmp_path / "results"), "--json", str(tmp_path / "d.json")])
+    text = capsys.readouterr().out
+    assert "best window w*" in text and "narrowest CI in that time" in text
+    out = __import__("json").loads((tmp_path / "d.json").read_text())
+    assert out["levels"]["cells"] == 10
+    assert out["recommended"]["seconds_per_cell"] <= out["current"]["seconds_per_cell"] + 1e-9
+    with pytest.raises(SystemExit, match="no cell files"):
+        main([str(tmp_path / "nothing")])
