@@ -12,10 +12,10 @@ import pandas as pd
 from driver.report.answer import norm_verdict, row_kind
 from driver.report.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
 from driver.report.views import comparison_view
-from driver.tables.registry import BY_NAME, COMPARISONS
+from driver.tables.registry import BY_NAME, COMPARISONS, REGISTRY
 
 # Shown by best_vs_best, above the one-factor tables.
-SHOWN_APART = ("frameworks_best",)
+SHOWN_APART = tuple(t.name for t in REGISTRY if t.shown_apart)  # each table's `shown_apart`
 KIND_TITLE = {"cross": "rows that also change the Keras flavour",
               "micro": "the matmul micro-case"}
 

@@ -1,6 +1,7 @@
 """The comparison tables: pairs of ok cells that differ in one factor, each compared at the
 process level (driver/stats/verdicts.py): the source study's `%` beside the ratio of cell estimates with
 its Welch CI, the p-value, the study-wide Benjamini-Hochberg adjusted p-value and a verdict."""
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 
@@ -10,8 +11,7 @@ from driver.stats import pooled as compare
 from driver.stats import verdicts
 from driver.study import layout
 from driver.tables.ordering import SORT_ORDER, env_order, sort_rows
-from driver.tables.registry import COMPARISONS, FACTOR_TABLES, NAMES
-from driver.tables.summaries import guidance_table, versions_table
+from driver.tables.registry import COMPARISONS, NAMES, REGISTRY
 from driver.tables.twins_rate import threshold_of, twins_rate
 from tfspeed.cells import AXES, task
 from tfspeed.versions import version_tuple
@@ -294,13 +294,13 @@ def machines_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str])
     return pd.DataFrame(rows, columns=columns)
 
 
-def twins_table(cells: pd.DataFrame, comparer: Comparer) -> pd.DataFrame:
+def twins_table(all_cells: pd.DataFrame, comparer: Comparer) -> pd.DataFrame:
     """Each twin cell (machine key <machine>.twin) vs the same cell of its machine."""
     columns = ["machine", "env", "framework_version", *AXES, *METRICS, "left_cell_id",
                "right_cell_id"]
-    if cells.empty:
+    if all_cells.empty:
         return pd.DataFrame(columns=columns)
-    ok = ok_cells(cells)
+    ok = ok_cells(all_cells)
     twins = ok[ok["machine"].map(layout.is_twin)]
     rows = []
     for rec in twins.to_dict("records"):
@@ -316,33 +316,39 @@ def twins_table(cells: pd.DataFrame, comparer: Comparer) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def twins_rate_table(tables: Mapping, q: float, level: float) -> pd.DataFrame:
+    """The twins' A/A rate at the study's per-test threshold (driver/tables/twins_rate.py), once
+    every comparison has its verdict."""
+    rows = sum(len(tables[n]) for n in COMPARISONS if n in tables)
+    return twins_rate(tables["twins"], threshold_of(tables["twins"], q / rows if rows else math.nan),
+                      level)
+
+
 def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: float = 0.95,
                  q: float = 0.05, min_effect: float = 0.05) -> dict[str, pd.DataFrame]:
-    """Every table of the registry from the pooled cells and their processes' log medians."""
+    """Every table of the registry, each by its builder (driver/tables/registry.py), from the
+    pooled cells and their processes' log medians."""
     envs = env_order(cells) if not cells.empty else []
     comparer = Comparer(logs, level=level)
-    twins = twins_table(cells, comparer)
-    if not cells.empty:  # twin cells are for calibration only: no other table sees them
-        cells = cells[~cells["machine"].map(layout.is_twin)]
-    tables = {"tf2_vs_tf1": tf2_vs_tf1_table(cells, comparer, reference_env, envs)}
-    for name, (factor, left, right) in FACTOR_TABLES.items():
-        if left is not None:
-            tables[name] = factor_table(cells, comparer, factor, left, right, envs)
-    tables["keras_vs_tfkeras"] = keras_table(cells, comparer, envs)
-    tables["call_vs_predict"] = call_table(cells, comparer, envs)
-    tables["frameworks"] = frameworks_table(cells, comparer, envs)
-    tables["frameworks_best"] = frameworks_best_table(cells, comparer, envs)
-    tables["machines"] = machines_table(cells, comparer, envs)
-    tables["versions"] = versions_table(cells, envs)
-    tables["guidance"] = guidance_table(cells)
-    tables["twins"] = twins
-    from driver.tables import releases  # builds on this module: imported here, not at the top
-
-    tables["adjacent_releases"] = releases.adjacent_table(cells, comparer, envs)
-    tables["changepoints"] = releases.changepoints_table(cells, logs, envs, alpha=q, level=level)
+    study = {"all_cells": cells, "comparer": comparer, "envs": envs, "logs": logs,
+             "reference_env": reference_env, "level": level, "q": q, "alpha": q,
+             "min_effect": min_effect}
+    # twin cells are for calibration only: builders see them as all_cells, never as cells
+    study["cells"] = cells[~cells["machine"].map(layout.is_twin)] if not cells.empty else cells
+    tables: dict[str, pd.DataFrame] = {}
+    for table in [t for t in REGISTRY if t.build and not t.after_verdicts]:
+        tables[table.name] = _build(table, study, tables)
     decide_study(tables, q, min_effect)
-    rows = sum(len(tables[n]) for n in COMPARISONS if n in tables)
-    tables["twins_rate"] = twins_rate(
-        tables["twins"], threshold_of(tables["twins"], q / rows if rows else math.nan), level)
-    # processes: built from the cell files themselves (driver/tables/aggregate.py)
+    for table in [t for t in REGISTRY if t.build and t.after_verdicts]:
+        tables[table.name] = _build(table, study, tables)
+    # a table without a builder (processes) is made from the cell files (driver/tables/aggregate.py)
     return {name: tables[name] for name in NAMES if name in tables}
+
+
+def _build(table, study: Mapping, tables: Mapping) -> pd.DataFrame:
+    """Call a table's builder with the parameters it names (see driver/tables/registry.py)."""
+    fn = table.builder()
+    given = dict(study, tables=tables, factor=table.factor, left_value=table.left,
+                 right_value=table.right)
+    names = [p for p in inspect.signature(fn).parameters if p in given]
+    return fn(**{p: given[p] for p in names})

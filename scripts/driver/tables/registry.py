@@ -1,10 +1,43 @@
-"""The registry of the study's tables: one entry per table, read by the rules (their outputs), the
-workbook (sheets and the `about` sheet), the report (titles, what `+` means) and the tests.
+"""The registry of the study's tables: one entry per table, and everything that reads tables asks it:
+the rules (their outputs), aggregation (which builder makes each table), allocation (which tables
+it chases), the workbook (sheets, frozen key columns, the `about` sheet), the report (links,
+titles, what `+` means, how a comparison is laid out) and the tests.
 
 A comparison table pairs cells that differ in `factor`: the first-named side (`left`) against the
 other (`right`). Its `%` is the source study's `(1 - longer/shorter) * 100` in magnitude, `+` when
 the left side is faster. Summary tables (`factor` None) are not comparisons.
+
+Adding a table is one entry here and one builder function:
+
+    Table("my_table", "My table", "mode", "graph", "eager", "+ when graph is faster",
+          "What a row is, for the workbook's about sheet and docs/reference/tables.md.",
+          build="driver.tables.mymodule:my_table", chased=True)
+
+    def my_table(cells, comparer, envs) -> pd.DataFrame: ...
+
+`build` names the builder as "module:function"; it is imported when the tables are built
+(driver/tables/comparisons.py: build_tables), so a builder may import this module. The builder's
+parameters are filled by name from the study being tabulated:
+    cells         the pooled cells (twin cells left out), a DataFrame (driver/tables/pooling.py)
+    all_cells     the same with the twin cells
+    comparer      verdicts for pairs of cells (comparisons.Comparer)
+    envs          env names in version order
+    logs          each cell's processes' log medians (pooling.py)
+    reference_env, level, q, min_effect, alpha_equivalence    the study's settings
+    factor, left, right    this entry's own fields
+    tables        the tables built before it (only for after_verdicts builders)
+A comparison's builder returns the columns of comparisons._frame (the verdict columns are added
+for every comparison at once); `after_verdicts=True` builds a table once every comparison has its
+verdict (twins_rate). `build=None`: the table is made elsewhere (processes, from the cell files
+in driver/tables/aggregate.py). `register(table)` adds an entry at run time (tests use it).
+
+The other fields, with their defaults:
+    chased        allocation spends extra processes on this comparison's open rows
+    shown_apart   the report shows it in a section of its own, not among the comparisons
+    glance        the report's at-a-glance grid: the columns its values are spread over
+    key_columns   columns frozen at the left of its workbook sheet
 """
+import importlib
 from typing import NamedTuple
 
 
@@ -16,15 +49,28 @@ class Table(NamedTuple):
     right: str | None
     sign: str  # what `+` means
     description: str
+    build: str | None = None  # "module:function", see above
+    after_verdicts: bool = False
+    chased: bool = False
+    shown_apart: bool = False
+    glance: tuple = ("env",)
+    key_columns: int = 0
+
+    def builder(self):
+        """The builder function (imported now)."""
+        module, _, function = self.build.partition(":")
+        return getattr(importlib.import_module(module), function)
 
 
-REGISTRY = (
+_COMPARISONS = "driver.tables.comparisons:"
+REGISTRY = [
     Table("tf2_vs_tf1", "TF2 vs TF1", "env", None, None,
           "+ when the TF 2.x env (left) is faster than the TF 1.x reference env (right)",
           "Each TF 2.x env vs the reference TF 1.x env ({ref}), same machine, model, data, mode, "
           "API, input and device; same Keras flavour, except that in envs where tf.keras is "
           "Keras 3 (TF >= 2.16) both keras3 and tf_keras stand for tf.keras. Standalone keras "
-          "pairs only with standalone keras. Left = TF2."),
+          "pairs only with standalone keras. Left = TF2.",
+          build=_COMPARISONS + "tf2_vs_tf1_table", chased=True, glance=("mode",)),
     Table("adjacent_releases", "Adjacent releases", "env", None, None,
           "+ when the later release (left) is faster than the one before it (right)",
           "Each configuration in two consecutive versions of one line (TensorFlow, PyTorch, "
@@ -32,67 +78,82 @@ REGISTRY = (
           "before it (right), same machine and axes. From TF 2.16 the tf.keras series goes on "
           "in tf_keras (the Keras 2 that tf.keras was); releases_skipped counts the line's "
           "versions between the two without this configuration (0: adjacent releases). "
-          "See docs/releases.md."),
+          "See docs/releases.md.",
+          build="driver.tables.releases:adjacent_table", chased=True),
     Table("graph_vs_eager", "Graph vs Eager (GvE)", "mode", "graph", "eager",
           "+ when graph mode is faster than eager",
-          "Graph (v1 graph mode) vs Eager, everything else equal. Left = Graph."),
+          "Graph (v1 graph mode) vs Eager, everything else equal. Left = Graph.",
+          build=_COMPARISONS + "factor_table", chased=True),
     Table("keras_vs_tfkeras", "keras vs tf.keras", "keras", None, None,
           "+ when the first-named Keras is faster",
           "Standalone keras vs tf.keras; Keras 3 vs tf_keras; the private "
-          "tensorflow.python.keras vs tf.keras; in one env. Left = the first-named."),
+          "tensorflow.python.keras vs tf.keras; in one env. Left = the first-named.",
+          build=_COMPARISONS + "keras_table", chased=True),
     Table("numpy_vs_tfdata", "NumPy vs tf.data", "input", "numpy", "tfdata",
           "+ when NumPy input is faster than tf.data",
-          "numpy arrays vs a tf.data.Dataset as input. Left = numpy."),
+          "numpy arrays vs a tf.data.Dataset as input. Left = numpy.",
+          build=_COMPARISONS + "factor_table", chased=True),
     Table("fit_vs_train_on_batch", "fit vs train_on_batch", "api", "fit", "train_on_batch",
-          "+ when fit() is faster", "fit() vs train_on_batch(). Left = fit."),
+          "+ when fit() is faster", "fit() vs train_on_batch(). Left = fit.",
+          build=_COMPARISONS + "factor_table", chased=True),
     Table("call_vs_predict", "model(x) vs predict", "api", None, None,
           "+ when the first-named call style is faster",
           "Inference call styles, everything else equal (env, model, data, Keras, mode, input, "
           "device): model(x) (call) vs predict(); model(x) vs predict_on_batch(); "
           "predict_on_batch() vs predict(); PyTorch's torch.inference_mode() vs torch.no_grad() "
-          "(call). Left = the first-named."),
+          "(call). Left = the first-named.",
+          build=_COMPARISONS + "call_table", chased=True),
     Table("gpu_vs_cpu", "GPU vs CPU", "device", "gpu", "cpu", "+ when the GPU is faster",
-          "GPU vs CPU, same env and configuration. Left = GPU."),
+          "GPU vs CPU, same env and configuration. Left = GPU.",
+          build=_COMPARISONS + "factor_table", chased=True),
     Table("frameworks", "Frameworks", "framework", None, None,
           "+ when the first-named framework is faster",
           "Per model, data and device: the fastest cell of each env and mode (left) vs the TF "
           "reference (right): the newest TF 2 env's eager cell with numpy input, a custom loop "
           "where there is one, else fit, else any API (matmul); tf.keras before Keras 3, "
-          "tf_keras and no Keras."),
+          "tf_keras and no Keras.",
+          build=_COMPARISONS + "frameworks_table"),
     Table("frameworks_best", "Frameworks: best vs best", "framework", None, None,
           "+ when the other framework's best is faster than TensorFlow's best",
           "Per model, data, device and task (training or inference): each other framework's "
           "fastest cell (any env, mode, API and input; PyTorch, Keras 3 on JAX, Keras 3 on "
           "torch) (left) vs TensorFlow's fastest cell (right), both picked by their cell "
-          "estimates: who wins, by how much, with the verdict."),
+          "estimates: who wins, by how much, with the verdict.",
+          build=_COMPARISONS + "frameworks_best_table", shown_apart=True),
     Table("machines", "Machines", "machine", None, None,
           "+ when the first machine (alphabetical) is faster",
           "The same cell (env and every axis) on two machines, when results of several "
-          "machines are combined. Left = the first machine key in alphabetical order."),
+          "machines are combined. Left = the first machine key in alphabetical order.",
+          build=_COMPARISONS + "machines_table"),
     Table("twins", "A/A twins", "twin", None, None, "+ when the twin is faster",
           "Calibration: each twin cell (the same configuration run as an independent cell, "
           "machine key <machine>.twin) vs its original. Every pair is the same cell twice, so "
-          "a faster or slower verdict here is a false positive of the study's own method."),
+          "a faster or slower verdict here is a false positive of the study's own method.",
+          build=_COMPARISONS + "twins_table", chased=True),
     Table("twins_rate", "A/A rate of the twins", None, None, None, "",
           "The twins' A/A rate: of the twin pairs, the share whose p-value is at or below the "
           "study's per-test threshold (threshold: the largest p-value Benjamini-Hochberg rejects "
           "over the whole study), with its Clopper-Pearson CI at the study's level. A calibrated "
           "method calls about `threshold` of them different; nominal_inside_ci says whether "
-          "that value lies inside the CI. See docs/design.md."),
+          "that value lies inside the CI. See docs/design.md.",
+          build=_COMPARISONS + "twins_rate_table", after_verdicts=True),
     Table("versions", "Performance history", None, None, None, "",
           "Median time per step of each configuration in every env, envs in version order: the "
-          "performance history across TF versions. fastest_env names the fastest."),
+          "performance history across TF versions. fastest_env names the fastest.",
+          build="driver.tables.summaries:versions_table", key_columns=8),
     Table("changepoints", "Change points", None, None, None, "",
           "Along each configuration's version series (as in adjacent_releases): the versions "
           "where its step time stepped up (slower) or down (faster), found by binary "
           "segmentation on the processes' log medians with a penalty that gives a flat series "
           "a false change point with probability alpha (the study's q); ratio = the level "
           "after / before with its CI. A series without change points has one row, direction "
-          "none. See docs/releases.md."),
+          "none. See docs/releases.md.",
+          build="driver.tables.releases:changepoints_table"),
     Table("guidance", "DO and DON'T", None, None, None, "",
           "DO / DON'T per machine, model and data, like the seed's lists: DO = configurations "
           "whose median is within the confidence interval of the fastest one's median; DONT = "
-          "at least 2x the fastest median."),
+          "at least 2x the fastest median.",
+          build="driver.tables.summaries:guidance_table", key_columns=4),
     Table("processes", "Processes", None, None, None, "",
           "Every process (cell file): machine, env, cell, twin or not, round, planned position "
           "in its round and the round's order seed (results/rounds/, see docs/design.md), start "
@@ -100,13 +161,40 @@ REGISTRY = (
           "status, the process's median and its own CI, foreign CPU over its timed window, "
           "warm-up calls and seconds, first call, wall time, and how the process was made "
           "(fresh: a new interpreter of the env)."),
-)
+]
 BY_NAME = {t.name: t for t in REGISTRY}
 NAMES = [t.name for t in REGISTRY]
 COMPARISONS = [t.name for t in REGISTRY if t.factor is not None]
 # The comparisons with one factor and two fixed values (the others pair by rules of their own).
 FACTOR_TABLES = {t.name: (t.factor, t.left, t.right) for t in REGISTRY
                  if t.factor is not None and t.left is not None}
+
+
+def register(table: Table) -> Table:
+    """Add a table at run time (after the others; its name must be new). The lists above are
+    updated in place, so modules that imported them see it."""
+    if table.name in BY_NAME:
+        raise ValueError(f"a table named {table.name!r} is registered already")
+    REGISTRY.append(table)
+    BY_NAME[table.name] = table
+    NAMES.append(table.name)
+    if table.factor is not None:
+        COMPARISONS.append(table.name)
+        if table.left is not None:
+            FACTOR_TABLES[table.name] = (table.factor, table.left, table.right)
+    return table
+
+
+def unregister(name: str) -> None:
+    """Take a table registered by `register` out again (tests)."""
+    table = BY_NAME.pop(name)
+    REGISTRY.remove(table)
+    NAMES.remove(name)
+    if name in COMPARISONS:
+        COMPARISONS.remove(name)
+    FACTOR_TABLES.pop(name, None)
+
+
 # What the report and the workbook describe besides the registry's tables.
 EXTRA_SHEETS = {
     "seed_view": "The source study's BENCHMARKS layout: one block per configuration (Keras "

@@ -13,14 +13,23 @@ from xlsxwriter.utility import xl_col_to_name
 
 from driver.tables.ordering import env_order
 from driver.tables.pooling import first
-from driver.tables.registry import EXTRA_SHEETS, NAMES, REGISTRY
+from driver.tables.registry import BY_NAME, EXTRA_SHEETS, NAMES, REGISTRY
 from driver.tables.source_layout import BLOCK, SEED_INDEX, VERDICT_PREFIX
 from driver.tables.summaries import VERSION_INDEX
 
 ABOUT_WIDTH = 110
-SHEET_ORDER = ["about", "seed_view", *NAMES, "cells"]
-ABOUT_SHEETS = {"seed_view": EXTRA_SHEETS["seed_view"], **{t.name: t.description for t in REGISTRY},
-                "cells": EXTRA_SHEETS["cells"]}
+# Frozen key columns of the sheets that are not registered tables (those say theirs in the registry).
+EXTRA_KEY_COLUMNS = {"seed_view": len(SEED_INDEX), "cells": 2}
+
+
+def sheet_order() -> list[str]:
+    """The workbook's sheets: the about sheet, the seed view, every registered table, the cells."""
+    return ["about", "seed_view", *NAMES, "cells"]
+
+
+def about_sheets() -> dict[str, str]:
+    return {"seed_view": EXTRA_SHEETS["seed_view"], **{t.name: t.description for t in REGISTRY},
+            "cells": EXTRA_SHEETS["cells"]}
 
 
 class _ConfigDumper(yaml.SafeDumper):
@@ -73,7 +82,7 @@ def about_frame(cells: pd.DataFrame, reference_env: str, level: float, noisy_thr
                   "seed's 'rising stem plot'. within_ci_rel: a process's own CI half-width."),
     ]
     rows += [(f"sheet {name}", text.format(ref=reference_env))
-             for name, text in ABOUT_SHEETS.items()]
+             for name, text in about_sheets().items()]
     text = yaml.dump(json.loads(json.dumps(config or {}, default=str)), Dumper=_ConfigDumper,
                      sort_keys=False, width=100)
     rows.append(("config (YAML)", ""))
@@ -140,7 +149,7 @@ def write_workbook(path: Path | str, sheets: Mapping[str, pd.DataFrame]) -> None
         mono = book.add_format({"font_name": "Courier New", "font_size": 9})
         bold = book.add_format({"bold": True, "valign": "top"})
         formats: dict[str, object] = {}
-        for name in SHEET_ORDER:
+        for name in sheet_order():
             if name not in sheets:
                 continue
             df = sheets[name]
@@ -178,8 +187,8 @@ def write_workbook(path: Path | str, sheets: Mapping[str, pd.DataFrame]) -> None
                 ws.set_column(j, j, _width(df, col, fmt_text), fmt)
                 ws.write(0, j, col, header)
             ws.set_row(0, 30)
-            key_cols = {"versions": len(VERSION_INDEX), "seed_view": len(SEED_INDEX),
-                        "cells": 2, "guidance": 4}.get(name, 0)
+            key_cols = BY_NAME[name].key_columns if name in BY_NAME else \
+                EXTRA_KEY_COLUMNS.get(name, 0)
             ws.freeze_panes(1, key_cols)
             if nrow:
                 ws.autofilter(0, 0, nrow, ncol - 1)
