@@ -41,6 +41,9 @@ def _check_args(kind, args):
         if name == "padding":
             if value not in ("same", "valid"):
                 return "padding must be same or valid, got %r" % (value,)
+        elif name == "activation" and kind in ("conv2d", "conv3d"):
+            if value not in (None, "relu", "sigmoid", "tanh"):
+                return "activation must be one of relu, sigmoid, tanh or null, got %r" % (value,)
         elif name == "activation":
             if value not in ACTIVATIONS:
                 return "activation must be one of relu, sigmoid, softmax, tanh or null, got %r" \
@@ -193,11 +196,16 @@ def pair_error(model, data):
     if target is not None and LOSSES.get(loss) != target:
         return "data %r has %s targets; model %r's loss %s wants %s targets" % (
             data, target, model, loss, LOSSES.get(loss))
+    layers = models.MODELS[model]
     try:
-        output_shape(models.MODELS[model], models.DATA[data][1:],
-                     models.DATA_INPUT.get(data) == "tokens", "models.%s.layers" % model)
+        shape = output_shape(layers, models.DATA[data][1:],
+                             models.DATA_INPUT.get(data) == "tokens", "models.%s.layers" % model)
     except ModelError as exc:
         return "model %r on data %r: %s" % (model, data, exc)
+    if len(shape) != 1:
+        return ("model %r on data %r: models.%s.layers[%d] (%s) outputs shape %s per sample; the "
+                "targets are one per sample (put gap or flatten before the last dense layer)"
+                % (model, data, model, len(layers) - 1, _name(layers[-1]), list(shape)))
     return None
 
 

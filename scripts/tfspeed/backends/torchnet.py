@@ -154,7 +154,7 @@ def build(torch, model, data):
             to(False)
             filters, kernel, activation = spec[1:]
             layers.append(nn.Conv2d(channels, filters, kernel))
-            layers += [nn.ReLU()] if activation == "relu" else []
+            layers += [ACTIVATIONS[activation]()] if activation in ACTIVATIONS else []
             spatial = [s - kernel + 1 for s in spatial]
             channels = filters
         elif kind == "maxpool2d":

@@ -59,6 +59,8 @@ def test_wrong_arity_and_bad_arguments_are_refused():
     assert "units must be a positive integer, got -4" in text
     text = refusal(dict(ENCODER, layers=[["dropout", 1.5], ["dense", 3, "softmax"]]))
     assert "rate must be a number in [0, 1)" in text
+    assert "got 'softmax'" in refusal(dict(ENCODER, layers=[["conv2d", 4, 3, "softmax"], "gap",
+                                                             ["dense", 3, "softmax"]]))
     assert "a layer is a list" in refusal(dict(ENCODER, layers=[{"dense": 3}]))
 
 
@@ -83,6 +85,13 @@ def test_impossible_shapes_are_refused_naming_the_layer():
                                                  ["dense", 3, "softmax"]]),
                           dict(TOKENS, input="float", shape=[5, 2]))
     assert "must be the first layer" in usermodels.pair_error(name, data)
+
+
+def test_one_output_per_sample():
+    name, data = register({"layers": [["gru", 4], ["dense", 1, "sigmoid"]]},
+                          {"batch": 2, "shape": [6, 3], "target": "binary"})
+    why = usermodels.pair_error(name, data)
+    assert "layers[1] (dense 1 sigmoid) outputs shape [6, 1] per sample" in why
 
 
 def test_loss_and_target_must_agree_with_the_last_layer():
