@@ -14,6 +14,7 @@ import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
 from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.tables import labels
 from driver.tables.ordering import AXIS_ORDER
 
 # the verdict names have one owner, driver/stats/verdicts.py; short names for this module and seedcheck
@@ -22,11 +23,7 @@ LEFT, RIGHT, EQUIV, INCONCL = LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIV
 # A like-for-like TF2 row's Keras, best first: which row of a version speaks for it.
 HEADLINE_KERAS = ("tf.keras", "tf_keras", "keras")
 
-API_TEXT = {"train_on_batch": "train_on_batch()", "fit": "fit()", "custom_loop": "a custom loop",
-            "predict": "predict()", "call": "model(x)", "predict_on_batch": "predict_on_batch()"}
-
-MODE_TEXT = {"graph": "Graph mode", "eager": "Eager mode", "run_eagerly": "run_eagerly",
-             "function": "tf.function", "xla": "XLA"}
+API_TEXT, MODE_TEXT = labels.API_PHRASE, labels.MODE_PHRASE  # the words of the sentences
 
 
 def norm_verdict(value) -> str:

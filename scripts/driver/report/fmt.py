@@ -1,18 +1,18 @@
 """Formatting for people: numbers as the report writes them (ms, %, ratios, p-values), tolerant
 of missing values, and the table cells the template renders."""
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from driver.tables.bundle import num, text  # noqa: F401 - the report's modules read them here
+from tfspeed.versions import sort_key
 
 
 def version_key(text) -> tuple:
-    """'2.15.1' -> (2, 15, 1); names such as 'tf1.14' or 'torch2.3' sort by their numbers."""
-    nums = tuple(int(n) for n in re.findall(r"\d+", str(text or "")))
-    return nums or (math.inf,)
+    """'2.15.1' -> (2, 15, 1); names such as 'tf1.14' or 'torch2.3' sort by their numbers
+    (tfspeed/versions.py: sort_key)."""
+    return sort_key(text)
 
 
 def is_true(value) -> bool:

@@ -17,6 +17,7 @@ import pandas as pd
 from driver.report.answer import EQUIV, INCONCL, LEFT, RIGHT, norm_verdict, row_kind
 from driver.report.fmt import num, records, text, version_key
 from tfspeed import cells as tfcells
+from tfspeed import versions as tfversions
 
 NEIGHBOUR_TABLES = {"graph_vs_eager": "mode", "fit_vs_train_on_batch": "api",
                     "numpy_vs_tfdata": "input", "keras_vs_tfkeras": "keras"}
@@ -47,8 +48,7 @@ SEED_LINES = [
 
 
 def _major(version) -> int | None:
-    v = text(version).split(".")[0]
-    return int(v) if v.isdigit() else None
+    return tfversions.major(text(version))
 
 
 def matches(row: dict, spec: dict, side: str = "") -> bool:

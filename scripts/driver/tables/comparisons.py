@@ -10,6 +10,7 @@ import pandas as pd
 from driver.stats import pooled as compare
 from driver.stats import verdicts
 from driver.study import layout
+from driver.tables import labels
 from driver.tables.ordering import SORT_ORDER, env_order, sort_rows
 from driver.tables.registry import COMPARISONS, NAMES, REGISTRY
 from driver.tables.twins_rate import threshold_of, twins_rate
@@ -227,7 +228,7 @@ def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str
                   ["machine", "model", "data", "device", "left_env", "left_mode"])
 
 
-FAMILY_TEXT = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+FAMILY_TEXT = labels.FRAMEWORK
 
 
 def family(framework, keras) -> str:

@@ -19,8 +19,9 @@ import pandas as pd
 
 from driver.stats.verdicts import INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
 from driver.study.layout import is_twin
+from driver.tables.labels import MODE as MODE_TEXT
 from driver.tables.ordering import sort_rows
-from driver.tables.summaries import MODE_TEXT
+from tfspeed.versions import major
 
 SEED_INDEX = ["machine", "device", "keras", "api", "input", "model", "data"]
 BLOCK = SEED_INDEX[:5]  # a block: one configuration; its rows: model x data
@@ -71,7 +72,7 @@ def _seed_cells(cells: pd.DataFrame) -> pd.DataFrame:
 
 def _is_tf2(cells: pd.DataFrame, env: str) -> bool:
     versions = cells.loc[cells["env"] == env, "framework_version"].dropna().astype(str)
-    return any(v.startswith("2.") for v in versions)
+    return any(major(v) == 2 for v in versions)
 
 
 def seed_tf2_env(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], reference_env: str,

@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from driver.tables import labels
 from driver.tables.ordering import AXIS_ORDER, sort_rows
 from tfspeed.cells import task
 
@@ -23,26 +24,18 @@ def versions_table(cells: pd.DataFrame, envs: Sequence[str]) -> pd.DataFrame:
     wide["fastest_env"] = wide.idxmin(axis=1, skipna=True)
     return sort_rows(wide.reset_index(), envs)
 
-API_TEXT = {"train_on_batch": "train_on_batch()", "fit": "fit()", "custom_loop": "custom loop",
-             "matmul": "matmul"}
-
-MODE_TEXT = {"eager": "Eager", "graph": "Graph", "run_eagerly": "run_eagerly",
-              "function": "tf.function", "xla": "XLA", "compile": "torch.compile",
-              "torchscript": "TorchScript", "numpy": "NumPy"}
-
-FRAMEWORK_TEXT = {"tensorflow": "TF", "torch": "PyTorch", "jax": "JAX"}
 
 
 def configuration_text(row: Mapping) -> str:
     """The seed's way of naming a configuration: 'train_on_batch() + numpy + tf.keras + TF 1.14.0
     + Graph + CPU'."""
-    parts = [API_TEXT.get(row["api"], row["api"]),
+    parts = [labels.API.get(row["api"], row["api"]),
              "tf.data" if row["input"] == "tfdata" else row["input"]]
     if row["keras"] != "none":
         parts.append(row["keras"])
     fw = row.get("framework")
-    parts.append(f"{FRAMEWORK_TEXT.get(fw, fw or '?')} {row.get('framework_version') or '?'}")
-    parts += [MODE_TEXT.get(row["mode"], row["mode"]), str(row["device"]).upper()]
+    parts.append(f"{labels.FRAMEWORK_SHORT.get(fw, fw or '?')} {row.get('framework_version') or '?'}")
+    parts += [labels.MODE.get(row["mode"], row["mode"]), str(row["device"]).upper()]
     return " + ".join(parts)
 
 GUIDANCE_COLUMNS = ["machine", "model", "data", "list", "configuration", "ratio_to_fastest",

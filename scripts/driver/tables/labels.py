@@ -1,0 +1,18 @@
+"""The words for frameworks, modes and APIs, in one place. Framework names are the catalogue's
+(tfspeed/frameworks.py); modes and APIs have two forms: labels in tables (the seed's configuration
+strings, the source layout's column headers: "Eager", "custom loop") and phrases in the report's
+sentences ("Eager mode", "a custom loop"). A value without an entry is shown as it is."""
+from tfspeed import frameworks
+
+FRAMEWORK = {f.name: f.label for f in frameworks.CATALOGUE}  # "TensorFlow"
+FRAMEWORK_SHORT = {f.name: f.short_label for f in frameworks.CATALOGUE}  # "TF"
+
+API = {"train_on_batch": "train_on_batch()", "fit": "fit()", "custom_loop": "custom loop",
+       "matmul": "matmul"}
+MODE = {"eager": "Eager", "graph": "Graph", "run_eagerly": "run_eagerly", "function": "tf.function",
+        "xla": "XLA", "compile": "torch.compile", "torchscript": "TorchScript", "numpy": "NumPy"}
+
+API_PHRASE = {**API, "custom_loop": "a custom loop", "predict": "predict()", "call": "model(x)",
+              "predict_on_batch": "predict_on_batch()"}
+MODE_PHRASE = {"graph": "Graph mode", "eager": "Eager mode",
+               **{m: MODE[m] for m in ("run_eagerly", "function", "xla")}}
