@@ -40,8 +40,6 @@ def _md(text) -> str:
 
 
 def _value(value) -> str:
-    if value is None:
-        return ""
     return "`%s`" % json.dumps(value, ensure_ascii=False) if not isinstance(value, str) \
         else "`%s`" % value
 
@@ -124,7 +122,8 @@ def _in_config(key, prop, config) -> str:
 
 def _rows(props: dict, config: dict, prefix: str = ""):
     for key, prop in props.items():
-        yield ("`%s%s`" % (prefix, key), _type(prop), _value(prop.get("default")),
+        yield ("`%s%s`" % (prefix, key), _type(prop),
+               _value(prop["default"]) if "default" in prop else "",
                _in_config(key, prop, config), _md(prop.get("description", "")))
         if isinstance(prop.get("properties"), dict):
             here = config.get(key) if isinstance(config, dict) else None

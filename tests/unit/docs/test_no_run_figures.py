@@ -36,9 +36,6 @@ ALLOWED = {
     ("scripts/driver/stats/drift.py", "0.3 %"): "the effect size the rule is built to ignore",
     ("scripts/tfspeed/stats.py", "0.3 %"): "the effect size the rule is built to ignore",
     ("scripts/driver/tables/twins_rate.py", "24 pairs"): "the default design's twin count",
-    ("scripts/driver/report/bottom_line.py", "1.2x"): "an example of the ratio format",
-    ("scripts/driver/report/bottom_line.py", "0.89x"): "an example of the ratio format",
-    ("scripts/driver/report/guidance.py", "1.00-1.04x"): "an example of a merged rule",
 }
 
 
@@ -58,6 +55,12 @@ def config_header(text: str) -> str:
             break
         lines.append(line)
     return "\n".join(lines)
+
+
+def unquoted(doc: str) -> str:
+    """A docstring without its quoted examples ('1.2x slower', "TF 2.16-2.21, 1.00-1.04x"): a
+    format shown by example is not a measurement."""
+    return re.sub(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"]{0,200}\"", "", doc)
 
 
 def docstrings(path: Path):
@@ -103,12 +106,17 @@ def test_checker_leaves_ordinary_text_alone(text):
     assert run_figures(text) == []
 
 
+def test_quoted_examples_in_a_docstring_are_not_figures():
+    doc = "A ratio as one convention: '1.2x slower (+20 %)'; the module's \"0.89x\" too."
+    assert run_figures(unquoted(doc)) == [] and run_figures(doc)
+    assert run_figures(unquoted("it's 10.8 s here, the model's step")) == [("decimal time", "10.8 s")]
+
+
 def test_every_pattern_catches_a_figure_once_typed():
     kinds = {name for text in ONCE_TYPED for name, _ in run_figures(text)}
     assert kinds == set(PATTERNS)
 
 
-@pytest.mark.xfail(strict=True, reason="the README rewrite (issue 29) is not committed yet")
 def test_readme_has_no_run_figures():
     found = run_figures((REPO / "README.md").read_text(encoding="utf-8"))
     assert not found, "README.md types run figures (put them in docs/runs/ or generate them): %s" % found
@@ -124,7 +132,7 @@ def test_docstrings_have_no_run_figures():
     for path in sorted((REPO / "scripts").rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
         for name, doc in docstrings(path):
-            for kind, text in run_figures(doc):
+            for kind, text in run_figures(unquoted(doc)):
                 if (rel, text) in ALLOWED:
                     used.add((rel, text))
                     continue
