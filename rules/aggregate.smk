@@ -29,7 +29,7 @@ rule tabulate_cells:
     log:
         "logs/tabulate_cells/tabulate.log",
     conda:
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     params:
         reference_env=config["reference_env"],
         noisy_threshold=config["noisy_threshold"],

@@ -41,7 +41,7 @@ rule finish_round:
     log:
         "logs/finish_round/{machine}/round{rep}.log",
     conda:
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     shell:
         "echo round {wildcards.rep} done > {log}"
 
@@ -54,7 +54,7 @@ checkpoint plan_round:
     log:
         "logs/plan_round/{machine}/round{rep}.log",
     conda:
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     params:
         reference_env=config["reference_env"],
         noisy_threshold=config["noisy_threshold"],
@@ -76,7 +76,7 @@ rule plan_order:
     log:
         "logs/plan_order/{machine}/order{rep}.log",
     conda:
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     params:
         plan=round_plan,
     script:

@@ -10,7 +10,7 @@ rule build_env:
         "logs/build_env/{machine}/{env}.log",
     conda:
         # the builder runs on the workflow's own Python; the env it builds is the spec itself
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     resources:
         timing_slot=1,
     params:

@@ -21,7 +21,7 @@ rule render_report:
     log:
         "logs/render_report/report.log",
     conda:
-        "../envs/workflow/driver.yaml"
+        "envs/driver.yaml"
     params:
         machine=MACHINE,
         config=config,
