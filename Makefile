@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork architecture
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ measure-fork: venv  ## fresh vs forked cell processes (spread, cost); on a quiet
 
 publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
 	$(BIN)/python scripts/publish.py --results results --docs docs
+
+architecture: venv  ## regenerate docs/ARCHITECTURE.md (the map of the code) from the module docstrings
+	$(BIN)/python scripts/architecture_doc.py
 
 reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes, presets) from the code
 	$(BIN)/python scripts/reference_docs.py --presets

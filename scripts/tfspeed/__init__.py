@@ -1,0 +1,1 @@
+"""What runs inside every framework env: cells, the framework catalogue, backends, timing."""
