@@ -41,6 +41,8 @@ rule tabulate_cells:
             "repeats": REPEATS,
             "max_repeats": ALLOCATION["max_repeats"],
             "budget_s": ALLOCATION["budget_s"],
+            "time_budget_s": TIME_BUDGET_S,
+            "machine": MACHINE,
         },
         config=config,
     script:

@@ -64,6 +64,7 @@ checkpoint plan_round:
         repeats=REPEATS,
         max_repeats=ALLOCATION["max_repeats"],
         budget_s=ALLOCATION["budget_s"],
+        time_budget_s=TIME_BUDGET_S,
     script:
         "../scripts/plan_round.py"
 

@@ -231,6 +231,10 @@ if not CELLS:
 
 REPEATS = config["repeats"]
 ALLOCATION = config["allocation"]
+# config time_budget_min: the extra rounds get what the first rounds leave of it (budget.py)
+TIME_BUDGET_S = (
+    None if config.get("time_budget_min") is None else 60.0 * config["time_budget_min"]
+)
 EXTRA_ROUNDS = (
     max(0, ALLOCATION["max_repeats"] - REPEATS) if ALLOCATION["budget_s"] > 0 else 0
 )

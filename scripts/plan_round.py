@@ -7,6 +7,7 @@ to_rule_log(smk)
 import json  # noqa: E402
 import logging  # noqa: E402
 
+from driver.study.budget import extra_budget_s  # noqa: E402
 from driver.tables.aggregate import tabulate  # noqa: E402
 from driver.tables.allocation import plan_next_round  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
@@ -14,8 +15,11 @@ from tfspeed.atomic import write_text  # noqa: E402
 p = smk.params
 result = tabulate(list(smk.input.cells), p.reference_env, p.noisy_threshold, p.level,
                   q=p.q, min_effect=p.min_effect)
+# the extra rounds' budget: what the first rounds left of the study's time budget, if it has one
+budget_s = extra_budget_s(result["records"], p.repeats, p.budget_s, p.time_budget_s,
+                          smk.wildcards.machine)
 plan = plan_next_round(result["cells"], result, result["records"], p.repeats, p.max_repeats,
-                       p.budget_s)
+                       budget_s)
 plan["round"] = int(smk.wildcards.rep)
 logging.getLogger("tfspeed.plan").info(
     "round %s: %d cells, %.0f s predicted of %.0f s left", plan["round"], len(plan["cells"]),

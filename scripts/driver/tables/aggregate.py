@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from driver.study import record
+from driver.study.budget import extra_budget_s
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
@@ -50,8 +51,10 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect)
     tables["processes"] = processes_table(records, load_orders(orders))
     if allocation and not cells.empty:
+        budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
+                                allocation.get("time_budget_s"), allocation.get("machine"))
         why = stop_reasons(cells, tables, records, allocation["repeats"],
-                           allocation["max_repeats"], allocation["budget_s"])
+                           allocation["max_repeats"], budget)
         cells["allocation"] = [why.get(k) for k in zip(cells["machine"], cells["env"],
                                                         cells["cell_id"])]
     envs = env_order(cells) if not cells.empty else []

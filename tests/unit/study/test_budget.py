@@ -1,0 +1,23 @@
+"""The study's time budget (driver/study/budget.py): the extra rounds get what the first rounds
+left of it; allocation.budget_s alone without one; nothing when allocation is off."""
+from driver.study.budget import extra_budget_s, first_rounds_s
+
+
+def rec(machine, repeat, wall):
+    return {"machine": machine, "repeat": repeat, "provenance": {"cell_wall_s": wall}}
+
+
+RECORDS = [rec("m", 0, 5.0), rec("m", 1, 6.0), rec("m.twin", 0, 4.0), rec("m", 2, 7.0),
+           rec("other", 0, 100.0), {"machine": "m", "repeat": 0, "provenance": {}}]
+
+
+def test_first_rounds_count_twins_and_only_this_machine():
+    assert first_rounds_s(RECORDS, 2, "m") == 15.0
+    assert first_rounds_s(RECORDS, 2) == 115.0
+
+
+def test_the_extra_rounds_get_what_the_first_rounds_left():
+    assert extra_budget_s(RECORDS, 2, 120, 60.0, "m") == 45.0
+    assert extra_budget_s(RECORDS, 2, 120, 10.0, "m") == 0.0  # a slow machine: no extra rounds
+    assert extra_budget_s(RECORDS, 2, 120, None, "m") == 120.0  # no time budget: as before
+    assert extra_budget_s(RECORDS, 2, 0, 3600.0, "m") == 0.0  # allocation off
