@@ -6,21 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from driver.tables.columns import column
 from tfspeed.atomic import write_text
-
-# Columns that hold text (identifiers, versions, reasons); every other column is a number, except
-# BOOL_COLUMNS. A side's column (left_env, right_keras, ...) has its base column's type.
-TEXT_COLUMNS = {
-    "machine", "env", "framework", "framework_version", "python", "keras", "keras_version", "mode",
-    "api", "input", "device", "model", "data", "status", "reason", "numpy_version", "optimizer",
-    "cpu_model", "gpu", "started_utc", "cell_id", "stopped_by", "threads", "verdict", "list",
-    "configuration", "fastest_env", "allocation", "task", "family",
-    "line", "direction", "before_env", "after_env", "before_version", "after_version",
-    "after_keras",  # driver/tables/releases.py
-}
-BOOL_COLUMNS = {"significant", "noisy", "drift", "warmup_capped", "too_few_samples",
-                "foreign_cpu_flag", "twin", "nominal_inside_ci"}
-TEXT_COLUMNS |= {"process_origin"}  # driver/tables/processes.py
 
 
 def num(value) -> float:
@@ -45,12 +32,11 @@ def text(value, empty="") -> str:
 
 
 def column_type(name: str) -> str:
-    base = name.removeprefix("left_").removeprefix("right_")
-    if base in TEXT_COLUMNS or name in TEXT_COLUMNS:
-        return "text"
-    if base in BOOL_COLUMNS:
-        return "bool"
-    return "number"
+    """"text", "number" or "bool", as driver/tables/columns.py declares the column (a side's
+    column as its base column); a column it does not name (an env's column of `versions`) is a
+    number."""
+    entry = column(name)
+    return entry.type if entry else "number"
 
 
 def _as_bool(value):

@@ -11,6 +11,7 @@ import pandas as pd
 import yaml
 from xlsxwriter.utility import xl_col_to_name
 
+from driver.tables import columns
 from driver.tables.ordering import env_order
 from driver.tables.pooling import first
 from driver.tables.registry import BY_NAME, EXTRA_SHEETS, NAMES, REGISTRY
@@ -102,25 +103,17 @@ def _to_ms(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _number_format(col: str) -> str | None:
-    """Excel number format by column name; `_)` leaves a little space after right-aligned
-    numbers so that they do not run into the text of the next column."""
+    """Excel number format of a sheet's column: milliseconds and the seed view's columns by their
+    headers, every other column as driver/tables/columns.py declares it. `_)` leaves a little
+    space after right-aligned numbers so that they do not run into the text of the next column."""
     if col.endswith("_ms") or col.endswith(" ms"):
         return "0.00_)"
     if col.endswith("s/iter"):
         return "0.0000_)"
-    if col == "pct" or "%" in col:
-        return '+0.0"%"_);-0.0"%"_);0.0"%"_)'
-    if col in ("ci_rel_halfwidth", "within_ci_rel", "efficiency"):
-        return "0.0%_)"
-    if col.startswith("ratio") or col in ("drift_ratio", "ci_level"):
-        return "0.000_)"
-    if col in ("p", "p_adjusted", "drift_p", "between_sd"):
-        return "0.0000_)"
-    if col in ("flops_per_step", "achieved_flops", "peak_flops"):
-        return "0.00E+00_)"
-    if col == "peak_rss_mb":
-        return "#,##0_)"
-    return None
+    if "%" in col:
+        return columns.PCT
+    entry = columns.COLUMNS.get(col)
+    return entry.excel if entry else None
 
 
 def _width(df: pd.DataFrame, col, fmt: str | None) -> float:

@@ -1,0 +1,141 @@
+"""The columns of the tables aggregation writes, each with one owner: its type, unit, Excel number
+format and description. Read by the typed loader (bundle.py: a column's type), the workbook
+(workbook.py: its number format) and the reference docs (scripts/reference_docs.py).
+
+A side's column (`left_env`, `right_median_s`) is its base column; a table's other columns that
+no entry names are the versions table's env columns (one per env, seconds). Adding a statistic
+to a table is its builder's code plus one line here (tests/unit/tables/test_columns.py checks
+that every column written has its line).
+"""
+from typing import NamedTuple
+
+
+class Column(NamedTuple):
+    name: str
+    type: str  # "text", "number" or "bool"
+    unit: str  # "s", "%", "FLOP", ...; "" for none
+    excel: str | None  # the workbook's number format (None: Excel's General)
+    description: str
+
+
+RATIO, P, PCT, SHARE = "0.000_)", "0.0000_)", '+0.0"%"_);-0.0"%"_);0.0"%"_)', "0.0%_)"
+FLOPS = "0.00E+00_)"
+
+
+def _cols(kind, unit, excel, rows):
+    return [Column(name, kind, unit, excel, doc) for name, doc in rows]
+
+
+COLUMNS = {c.name: c for c in [
+    *_cols("text", "", None, [
+        ("machine", "The machine key: the folder of its cell files under results/cells/."),
+        ("env", "The env file's name (envs/<env>.yaml)."),
+        ("framework", "The framework the env provides (tfspeed/frameworks.py)."),
+        ("framework_version", "The framework's pinned version."),
+        ("python", "The env's Python version."),
+        ("keras", "The Keras flavour (axis)."), ("keras_version", "Keras' version in the env."),
+        ("mode", "The execution mode (axis)."), ("api", "The training or inference API (axis)."),
+        ("input", "The input pipeline (axis)."), ("device", "The device (axis)."),
+        ("model", "The model (axis)."), ("data", "The data size (axis)."),
+        ("status", "ok, failed or skipped."), ("reason", "Why a cell failed or was skipped."),
+        ("numpy_version", "NumPy's version in the env."),
+        ("optimizer", "The optimizer's class."), ("cpu_model", "The machine's CPU."),
+        ("gpu", "The machine's GPUs."), ("started_utc", "When the process started (ISO 8601)."),
+        ("cell_id", "The cell's id (tfspeed/cells.py: cell_id)."),
+        ("stopped_by", "What ended the sampling: count, precision, budget or max_samples."),
+        ("threads", "The threads the framework was given (auto or pinned)."),
+        ("verdict", "left_faster, right_faster, equivalent or inconclusive (docs/METHOD.md)."),
+        ("list", "DO or DONT (guidance)."),
+        ("configuration", "The configuration in the source study's words."),
+        ("fastest_env", "The env with the lowest median of the row."),
+        ("allocation", "Why allocation stopped adding processes to the cell."),
+        ("task", "train, infer or micro (tfspeed/cells.py: task)."),
+        ("family", "What a user picks: TensorFlow, PyTorch, Keras 3 on JAX / torch."),
+        ("line", "The release line a version series belongs to."),
+        ("direction", "slower, faster or none: where a change point steps."),
+        ("before_env", "The env before a change point."), ("after_env", "The env after it."),
+        ("before_version", "The version before a change point."),
+        ("after_version", "The version after it."),
+        ("after_keras", "The Keras flavour after the change point."),
+        ("process_origin", "fresh (a new interpreter of the env) or fork."),
+    ]),
+    *_cols("bool", "", None, [
+        ("significant", "left_faster or right_faster."),
+        ("noisy", "The processes' log medians spread beyond noisy_threshold."),
+        ("drift", "A significant trend in some process's block medians."),
+        ("warmup_capped", "Warm-up ended at warmup_max_s, not by a stable block."),
+        ("too_few_samples", "Fewer samples than min_samples."),
+        ("foreign_cpu_flag", "Other work on the machine beyond its share while the cell timed."),
+        ("twin", "A twin cell (the same configuration run as an independent cell)."),
+        ("nominal_inside_ci", "The nominal A/A rate lies inside the twins' CI."),
+    ]),
+    *_cols("number", "s", None, [
+        ("median_s", "The cell's median step time (per process, pooled over processes)."),
+        ("ci_low_s", "The lower end of its CI."), ("ci_high_s", "The upper end of its CI."),
+        ("mean_s", "The mean step time."), ("min_s", "The fastest step."),
+        ("max_s", "The slowest step."), ("sd_s", "The steps' standard deviation."),
+        ("iqr_s", "The steps' interquartile range."),
+        ("first_call_s", "The first call (build, trace, compile)."),
+        ("fastest_median_s", "The fastest configuration's median (guidance)."),
+        ("best_process_median_s", "The fastest process's median."),
+        ("warmup_s", "Seconds spent warming up."), ("process_wall_s", "The process's wall time."),
+        ("before_level_s", "The step time before a change point."),
+        ("after_level_s", "The step time after it."),
+    ]),
+    *_cols("number", "", RATIO, [
+        ("ratio", "left / right cell estimate (< 1: left faster)."),
+        ("ratio_ci_low", "The ratio's CI, lower end."), ("ratio_ci_high", "Its upper end."),
+        ("ratio_to_fastest", "The configuration's median / the fastest one's."),
+        ("drift_ratio", "Last- over first-quarter median of the samples."),
+        ("ci_level", "The confidence level of the CIs."),
+    ]),
+    *_cols("number", "", P, [
+        ("p", "The comparison's p-value."), ("p_adjusted", "Benjamini-Hochberg adjusted p."),
+        ("drift_p", "The drift test's p-value."),
+        ("between_sd", "The spread of the processes' log medians."),
+    ]),
+    *_cols("number", "", SHARE, [
+        ("ci_rel_halfwidth", "The CI's half-width relative to the median."),
+        ("within_ci_rel", "A process's own CI half-width relative to its median."),
+        ("efficiency", "Achieved FLOP/s over the machine's fastest matmul."),
+    ]),
+    Column("pct", "number", "%", PCT, "The source study's % ((1 - longer/shorter) * 100, + when "
+           "the left side is faster)."),
+    Column("flops_per_step", "number", "FLOP", FLOPS, "FLOPs of one step by formula."),
+    Column("achieved_flops", "number", "FLOP/s", FLOPS, "flops_per_step / median_s."),
+    Column("peak_flops", "number", "FLOP/s", FLOPS, "The machine's fastest matmul cell."),
+    Column("peak_rss_mb", "number", "MB", "#,##0_)", "The process's peak resident memory."),
+    *_cols("number", "", None, [
+        ("n_left", "Processes of the left cell."), ("n_right", "Processes of the right cell."),
+        ("n_repeats", "Processes of the cell."), ("n_failed_repeats", "Processes that failed."),
+        ("n_samples", "Timed steps, over all processes."), ("df", "Degrees of freedom."),
+        ("n_versions", "Versions in the series."), ("pairs", "Twin pairs."),
+        ("called_different", "Twin pairs called different."), ("rate", "The A/A rate."),
+        ("threshold", "The study's per-test p threshold."), ("alpha", "The false rate asked."),
+        ("penalty", "The change-point penalty."), ("z2", "The change point's statistic."),
+        ("releases_skipped", "Versions of the line between the two without the configuration."),
+        ("retraces", "Graph traces during timing."), ("round", "The round of the process."),
+        ("position", "Its planned position in the round."), ("order_seed", "The round's seed."),
+        ("start_rank", "Its start's rank in the round."),
+        ("warmup_calls", "Calls spent warming up."),
+        ("foreign_cpu_share", "Other processes' CPU share while the cell timed."),
+        ("spikes", "Samples over spike_factor x the process median."),
+        ("spike_factor", "The factor that makes a spike."),
+        ("max_over_median", "The slowest step / the median."),
+        ("p95_over_median", "The 95th percentile / the median."),
+        ("p99_over_median", "The 99th percentile / the median."),
+        ("ci_low", "A rate's CI, lower end."), ("ci_high", "Its upper end."),
+        ("bound_pct", "The two cells differ by at most this % (the CI's farther end)."),
+        ("p_threshold", "The study's per-test threshold Benjamini-Hochberg implies."),
+        ("p_equivalent", "The equivalence test's p-value (TOST)."),
+        ("se_log", "The standard error of the log ratio."),
+        ("ci_df", "Degrees of freedom of a cell's CI."),
+    ]),
+]}
+
+
+def column(name: str) -> Column | None:
+    """The entry of a column, a side's column (left_*, right_*) by its base column's."""
+    base = name.removeprefix("left_").removeprefix("right_")
+    return COLUMNS.get(name) or COLUMNS.get(base)
+
