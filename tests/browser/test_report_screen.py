@@ -169,16 +169,60 @@ FIGURES_UNNAMED = """Array.from(document.querySelectorAll('svg, img, canvas'))
     return !(label || (title && title.textContent.trim()));
   }).length"""
 
-TOP = """(() => { const a = document.querySelector('ul.answers'),
+# The bottom line's bottom edge and the first forest panel's top, in page pixels.
+TOP = """(() => { const a = document.querySelector('ul.bottom-line'),
   f = document.querySelector('.forest svg');
-  return [a ? a.getBoundingClientRect().top + scrollY : -1,
+  return [a ? a.getBoundingClientRect().bottom + scrollY : -1,
           f ? f.getBoundingClientRect().top + scrollY : -1]; })()"""
+
+# Per figure panel (matplotlib axes in an inline SVG): how many tick labels carry a number on its
+# value axis (x for a forest plot, y otherwise).
+TICKS = """(() => Array.from(document.querySelectorAll('svg.fig')).flatMap(svg => {
+  const forest = !!svg.closest('.forest');
+  return Array.from(svg.querySelectorAll('g[id^="axes_"]')).map(ax => {
+    const sel = forest ? 'g[id^="xtick_"] text' : 'g[id^="ytick_"] text';
+    return [(svg.getAttribute('aria-label') || '').slice(0, 80),
+            Array.from(ax.querySelectorAll(sel)).filter(t => /\\d/.test(t.textContent)).length];
+  }); }))()"""
+
+# Tables on the screen wider than the box they sit in (a column out of sight). The versions
+# table and the every-cell table are the study's data laid out whole (one column per env, one
+# per measure), filterable and sortable: they scroll by design.
+CLIPPED = """(() => { const w = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('table'))
+    .filter(t => t.getClientRects().length && !['t-versions', 't-cells'].includes(t.id))
+    .map(t => { const r = t.getBoundingClientRect();
+      return [t.id || t.className, Math.round(r.right), t.scrollWidth,
+              t.parentElement.clientWidth, w]; })
+    .filter(x => x[1] > x[4] + 1 || x[2] > x[3] + 1); })()"""
+
+# The env columns of the versions table, as the page shows them.
+VERSION_HEADERS = """Array.from(document.querySelectorAll('#t-versions thead th'))
+  .map(th => th.textContent.trim())"""
+
+# Printed: every number in the text (digits with , and ., and a sign after a space or a
+# parenthesis: '10-100x' is a range, not -100) whose range spans two lines.
+SPLIT_NUMBERS = """(() => { const out = [];
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  const re = /(?:(?<=^|[\\s(])[-+\u2212])?\\d[\\d,.]*\\d/g;  // a sign only where it can be one
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement; if (!el || !el.getClientRects().length || el.closest('svg')) continue;
+    let m; re.lastIndex = 0;
+    while ((m = re.exec(n.textContent)) !== null) {
+      const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      const tops = new Set(Array.from(r.getClientRects()).filter(x => x.width > 0)
+        .map(x => Math.round(x.top)));
+      if (tops.size > 1) out.push(m[0]);
+    } }
+  return out.slice(0, 10); })()"""
 
 OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
-# Tables printed: each displayed and no wider than the page (its columns all rendered).
+# Tables printed: each displayed and no wider than the page (its columns all rendered). Tables
+# inside a closed disclosure print as its one-line summary (the digest): they stay in the file.
 PRINTED = """(() => { const w = document.documentElement.clientWidth;
-  return Array.from(document.querySelectorAll('table')).map(t => {
+  return Array.from(document.querySelectorAll('table'))
+    .filter(t => !t.closest('details:not([open])')).map(t => {
     const r = t.getBoundingClientRect();
     return {id: t.id || t.className, shown: t.getClientRects().length > 0,
             right: Math.round(r.right), wide: t.scrollWidth, page: w}; }); })()"""
@@ -203,28 +247,60 @@ CONTRAST = """(() => {
   out.sort((x, y) => x[0] - y[0]); return out.slice(0, 5); })()"""
 
 
+def pdf_pages(path: Path) -> int:
+    """Pages of a PDF that Chromium wrote (its page objects are plain dictionaries)."""
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", path.read_bytes()))
+
+
+def env_versions_in_order(headers: list[str]) -> bool:
+    from driver.report.fmt import version_key
+
+    envs = [h for h in headers if re.fullmatch(r"tf\d+\.\d+", h)]
+    return envs == sorted(envs, key=version_key)
+
+
 def _check_page(path: Path, tag: str):
     SHOTS.mkdir(parents=True, exist_ok=True)
     probes = {"top": TOP, "overflow": OVERFLOW, "unnamed": FIGURES_UNNAMED,
-              "contrast": CONTRAST}
+              "contrast": CONTRAST, "ticks": TICKS, "clipped": CLIPPED,
+              "versions": VERSION_HEADERS}
     for width in (1400, 800):
         result = browser.inspect(path, screenshot=SHOTS / f"{tag}-{width}.png", width=width,
-                                 height=1000, probes=probes)
+                                 height=1000, probes=probes, timeout=300)
         assert result["errors"] == [] and browser.outside_requests(result) == []
         p = result["probes"]
-        answers_top, forest_top = p["top"]
-        assert 0 <= answers_top < 1000 and 0 <= forest_top < 1000, (width, p["top"])
+        bottom_line_end, forest_top = p["top"]
+        # the whole bottom line and the first forest panel on the first screen
+        assert 0 < bottom_line_end < 1000 and 0 <= forest_top < 1000, (width, p["top"])
         assert p["unnamed"] == 0
         assert p["contrast"][0][0] >= 4.5, p["contrast"]
+        assert p["ticks"] and all(n >= 2 for _, n in p["ticks"]), \
+            [t for t in p["ticks"] if t[1] < 2]
+        assert env_versions_in_order(p["versions"] or []), p["versions"]
+        if width == 1400:
+            assert p["clipped"] == [], p["clipped"]
         if width == 800:
             assert p["overflow"] <= 0, p["overflow"]
+    pdf = SHOTS / f"{tag}.pdf"
     printed = browser.inspect(path, width=1047, height=740, media="print",
-                              probes={"tables": PRINTED}, pdf=SHOTS / f"{tag}.pdf")
+                              probes={"tables": PRINTED, "split": SPLIT_NUMBERS}, pdf=pdf,
+                              timeout=300)
     tables = printed["probes"]["tables"]
     assert tables and all(t["shown"] for t in tables), [t for t in tables if not t["shown"]]
     clipped = [t for t in tables if t["right"] > t["page"] + 1 or t["wide"] > t["page"] + 1]
     assert clipped == []
-    assert (SHOTS / f"{tag}.pdf").stat().st_size > 20_000
+    assert printed["probes"]["split"] == [], printed["probes"]["split"]
+    assert pdf.stat().st_size > 20_000
+    assert 1 <= pdf_pages(pdf) <= 30, pdf_pages(pdf)
+
+
+def test_checks_can_fail(tmp_path):
+    """The page checks catch what they look for: versions out of order, a PDF's page count."""
+    assert not env_versions_in_order(["config", "tf2.10", "tf2.2"])
+    assert env_versions_in_order(["config", "tf1.14", "tf2.2", "tf2.10"])
+    fake = tmp_path / "x.pdf"
+    fake.write_bytes(b"<< /Type /Pages >> << /Type /Page >> << /Type /Page\n>>")
+    assert pdf_pages(fake) == 2
 
 
 @needs_chromium

@@ -18,16 +18,6 @@ from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
 HEADLINE_API = "train_on_batch"
 
 
-def times(ratio: float) -> str:
-    """A ratio of step times as one convention: '1.2x slower (+20 %)', '0.89x (11 % faster)'."""
-    r = num(ratio)
-    if math.isnan(r) or r <= 0:
-        return "–"
-    if r >= 1:
-        return f"{r:.2f}x ({(r - 1) * 100:+,.0f} %, slower)"
-    return f"{r:.2f}x ({(1 - r) * 100:,.0f} % faster)"
-
-
 def _pct_slower(ratio: float) -> str:
     return f"{(ratio - 1) * 100:,.0f} %"
 

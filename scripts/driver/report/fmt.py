@@ -83,9 +83,32 @@ def pct_cell(row) -> dict:
            f" ms; ratio {fmt_ratio(row.get('ratio'))} [{fmt_ratio(row.get('ratio_ci_low'))}, "
            f"{fmt_ratio(row.get('ratio_ci_high'))}]; p {fmt_p(row.get('p'))}, BH-adjusted "
            f"{fmt_p(row.get('p_adjusted'))}; {text(row.get('verdict'), 'no verdict')}")
-    out = cell(fmt_pct(p) + ("" if sig else " n.s."), cls, v=p, title=tip)
+    verdict = text(row.get("verdict")).lower().replace(" ", "_")
+    mark = "" if sig else " ≈" if verdict == "equivalent" else " ?"
+    out = cell(fmt_pct(p) + mark, cls, v=p, title=tip)
     out["sub"] = f"{fmt_ms(row.get('left_median_s'))} / {fmt_ms(row.get('right_median_s'))} ms"
     return out
+
+
+def ratio_text(ratio, pct=None) -> str:
+    """The one convention for a ratio of step times (left / right): '17.0x slower (-1,600 %)',
+    '1.25x faster (+25 %)', the % being the source study's (+ when the left side is faster)."""
+    r = num(ratio)
+    if math.isnan(r) or r <= 0:
+        return "–"
+    p = num(pct)
+    if math.isnan(p):
+        p = (1 / r - 1) * 100 if r < 1 else -(r - 1) * 100
+    if abs(r - 1) < 5e-4:
+        return f"1.00x ({p:+,.0f} %)"
+    word = "slower" if r > 1 else "faster"
+    big = max(r, 1 / r)
+    return f"{big:,.{1 if big >= 10 else 2}f}x {word} ({p:+,.0f} %)"
+
+
+# One verdict vocabulary, from the left side's point of view.
+VERDICT_WORDS = {"left_faster": "faster", "right_faster": "slower", "equivalent": "equivalent",
+                 "inconclusive": "undecided"}
 
 
 def records(df: pd.DataFrame) -> list[dict]:

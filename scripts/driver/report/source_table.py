@@ -12,7 +12,7 @@ from driver.tables.source_layout import BLOCK, NOTE, VERDICT_PREFIX, seed_view
 
 # How the report marks a % by its comparison's verdict: CSS class suffix, text suffix.
 VERDICT_MARK = {"left_faster": ("", ""), "right_faster": ("", ""),
-                "equivalent": (" ns", " ≈"), "inconclusive": (" ns", " n.s.")}
+                "equivalent": (" ns", " ≈"), "inconclusive": (" ns", " ?")}
 
 
 def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list) -> list[dict]:

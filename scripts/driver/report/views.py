@@ -15,6 +15,7 @@ from driver.report.figures import (
     stability_grid,
 )
 from driver.report.fmt import (
+    VERDICT_WORDS,
     cell,
     col,
     config_label,
@@ -26,6 +27,7 @@ from driver.report.fmt import (
     ncol,
     num,
     pct_cell,
+    ratio_text,
     records,
     text,
     version_key,
@@ -134,33 +136,29 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
                                 for ck in col_values]}
                      for rk in sorted(matrix, key=lambda k: _axis_key(rowkeys, k))],
         }
-    # The full rows.
+    # The full rows: the verdict and the ratio first, the constant columns in the caption.
     shared_v = [c for c in shared if c in varying]
-    columns = ([{"label": c, "num": False} for c in shared_v]
+    columns = ([{"label": "left is", "num": False},
+                {"label": "left vs right", "num": True}, {"label": "95 % CI", "num": True}]
+               + [{"label": c, "num": False} for c in shared_v]
                + [{"label": "left", "num": False}, {"label": "right", "num": False},
                   {"label": "left ms", "num": True}, {"label": "right ms", "num": True},
-                  {"label": "%", "num": True}, {"label": "ratio [CI]", "num": True},
-                  {"label": "verdict", "num": False}, {"label": "p (BH)", "num": True}])
+                  {"label": "p (BH)", "num": True}])
     rows = []
     for r in recs:
         lname, rname = side_label(r, left) or "left", side_label(r, right) or "right"
-        verdict = text(r.get("verdict"))
-        if verdict.startswith("left"):
-            verdict = f"{lname} faster"
-        elif verdict.startswith("right"):
-            verdict = f"{rname} faster"
-        elif verdict == "equivalent":
-            verdict = "equivalent (within min_effect)"
-        elif not verdict:
-            verdict = "significant" if is_true(r.get("significant")) else "not significant"
-        rows.append([cell(text(r.get(c))) for c in shared_v] + [
+        key = text(r.get("verdict")).lower().replace(" ", "_")
+        verdict = VERDICT_WORDS.get(key) or ("faster or slower" if is_true(r.get("significant"))
+                                             else "undecided")
+        rows.append([
+            cell(verdict, "" if key in ("left_faster", "right_faster", "equivalent") else "ns"),
+            cell(ratio_text(r.get("ratio"), r.get("pct")), "num", v=num(r.get("ratio"))),
+            cell(f"{fmt_ratio(r.get('ratio_ci_low'))} – {fmt_ratio(r.get('ratio_ci_high'))}",
+                 "num", v=num(r.get("ratio_ci_low"))),
+        ] + [cell(text(r.get(c))) for c in shared_v] + [
             cell(lname), cell(rname),
             cell(fmt_ms(r.get("left_median_s")), "num", v=num(r.get("left_median_s"))),
             cell(fmt_ms(r.get("right_median_s")), "num", v=num(r.get("right_median_s"))),
-            pct_cell(r),
-            cell(f"{fmt_ratio(r.get('ratio'))} [{fmt_ratio(r.get('ratio_ci_low'))}, "
-                 f"{fmt_ratio(r.get('ratio_ci_high'))}]", "num", v=num(r.get("ratio"))),
-            cell(verdict, "" if is_true(r.get("significant")) else "ns"),
             cell(fmt_p(r.get("p_adjusted")), "num", v=num(r.get("p_adjusted"))),
         ])
     view["full"] = {"id": f"t-{name}", "columns": columns, "rows": rows}

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from helpers import REPO
 
-from driver.report.bottom_line import bottom_line, times
+from driver.report.bottom_line import bottom_line
+from driver.report.fmt import ratio_text
 from driver.tables import bundle
 
 
@@ -82,8 +83,10 @@ def test_agreement_with_a_previous_run():
 
 
 def test_one_unit_convention():
-    assert times(17.0) == "17.00x (+1,600 %, slower)"
-    assert times(0.89) == "0.89x (11 % faster)"
+    assert ratio_text(17.0, -1600.3) == "17.0x slower (-1,600 %)"
+    assert ratio_text(0.8, 25.0) == "1.25x faster (+25 %)"
+    assert ratio_text(2.0) == "2.00x slower (-100 %)"
+    assert ratio_text(float("nan")) == "–"
 
 
 def test_published_first_screen_lines():
