@@ -1,4 +1,4 @@
-"""`make publish`: copy one run's report, workbook and tables into docs/ for a static host.
+"""`make publish`: copy one run's report, workbook and tables into docs/ and write its results page.
 
 docs/ after a publish:
     index.html        the report (results/report.html), so the folder's URL opens it

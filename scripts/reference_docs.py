@@ -1,8 +1,8 @@
 """`make reference`: the reference pages that are generated from the code, so they cannot drift.
 
     docs/reference/tables.md   every table of driver/tables/registry.py (name, what it compares,
-                               what + means, description) and, where driver/tables/columns.py
-                               declares them, the columns
+                               what + means, description) and every column of
+                               driver/tables/columns.py (type, unit, description)
     docs/reference/config.md   every key of schemas/config.schema.yaml (type, default, the value
                                in config.yaml, description), grid keys included
     docs/reference/cells.md    the blocks between `<!-- generated: NAME -->` and
@@ -16,7 +16,6 @@
 `--check` writes nothing and exits 1 naming every page that is not what the code gives
 (tests/unit/docs/test_reference_docs.py runs it; tests/e2e/test_presets_page.py with --presets)."""
 import argparse
-import importlib
 import json
 import os
 import re
@@ -46,22 +45,18 @@ def _value(value) -> str:
 
 # ------------------------------------------------------------------------------------ tables
 
-def _columns_section(name: str) -> list[str]:
-    """The table's columns where driver/tables/columns.py declares them (name, type, unit,
-    description); nothing where it does not exist or does not know the table."""
-    try:
-        columns = importlib.import_module("driver.tables.columns")
-    except ImportError:
-        return []
-    getter = getattr(columns, "columns_of", None)
-    cols = getter(name) if getter else None
-    if not cols:
-        return []
-    out = ["", "| column | type | unit | description |", "| --- | --- | --- | --- |"]
-    for col in cols:
-        out.append("| `%s` | %s | %s | %s |" % (col.name, _md(getattr(col, "type", "")),
-                                               _md(getattr(col, "unit", "") or ""),
-                                               _md(getattr(col, "description", ""))))
+def columns_section() -> list[str]:
+    """Every column the tables hold, from driver/tables/columns.py (its one owner)."""
+    from driver.tables import columns
+
+    out = ["", "## Columns", "",
+           "Every column of the tables, from `scripts/driver/tables/columns.py`. A comparison's "
+           "side columns (`left_env`, `right_median_s`, ...) are their base column for one side; "
+           "the `versions` table has one further column per env (seconds).", "",
+           "| column | type | unit | description |", "| --- | --- | --- | --- |"]
+    for col in columns.COLUMNS.values():
+        out.append("| `%s` | %s | %s | %s |" % (col.name, col.type, _md(col.unit),
+                                               _md(col.description)))
     return out
 
 
@@ -82,12 +77,12 @@ def tables_page() -> str:
                                                   _md(t.sign) or ""))
     for t in registry.REGISTRY:
         out += ["", "## %s" % t.name, "", "**%s.** %s" % (_md(t.title), _md(t.description))]
-        out += _columns_section(t.name)
     extra = getattr(registry, "EXTRA_SHEETS", {})
     if extra:
         out += ["", "## Other sheets of the workbook"]
         for name, text in extra.items():
             out += ["", "**%s.** %s" % (name, _md(text))]
+    out += columns_section()
     return "\n".join(out) + "\n"
 
 
