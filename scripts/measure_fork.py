@@ -80,14 +80,16 @@ def env_python(env, env_root):
 
 
 def default_cells(env, count):
-    """The env's first `count` small-model training cells (numpy input, CPU), modes first."""
+    """The env's first `count` small-model training cells (numpy input, CPU): train_on_batch
+    first, eager first."""
     doc = yaml.safe_load(open(os.path.join(REPO, "envs", env + ".yaml")))
     spec = envspec.parse_spec(env, doc)
     grid = {"pairs": [["small", "small"]], "keras": "all", "modes": "all",
             "apis": ["train_on_batch", "custom_loop", "fit"], "inputs": ["numpy"],
             "devices": ["cpu"]}
     cells = tfcells.expand_grid(spec, grid)
-    cells.sort(key=lambda c: (c["api"] != "train_on_batch", c["mode"], c["keras"]))
+    cells.sort(key=lambda c: (c["api"] != "train_on_batch", c["mode"] != "eager", c["mode"],
+                              c["keras"]))
     return spec, cells[:count]
 
 
