@@ -448,14 +448,21 @@ def probe_cells():
 
 
 def probe_stamp(wildcards):
-    """Changes when the study has other cells to run, or the machine rebooted (boot id), so the
-    probe runs again at the start of every study that times something."""
+    """Changes when the study has other cells to run, or the machine rebooted (boot id):
+    the probe runs at the start of every study that times something."""
     files = [
         layout.cell_path(wildcards.machine, e, c, r)
         for r in range(REPEATS)
         for e, c in CELLS
     ]
     missing = [f for f in files if not os.path.exists(f)]
+    if not missing:
+        # nothing left to time: keep the last probe's stamp, so a finished study reruns nothing
+        try:
+            latest = Path(layout.probe_latest(wildcards.machine)).read_text()
+            return json.loads(latest)["study_stamp"] or ""
+        except (OSError, ValueError, KeyError):
+            pass
     return envspec.spec_hash(json.dumps([provenance.boot_id(), missing]))
 
 

@@ -36,4 +36,4 @@ rule probe_machine:
         " --min-change {params.min_change} --force {params.force}"
         " --timeout-s {params.timeout} --memory-mb {params.memory} --threads {params.threads}"
         " --foreign-cpu-max-share {params.foreign} --lock {params.lock:q}"
-        " --out {output.probe} > {log}"
+        " --study-stamp {params.stamp} --out {output.probe} > {log}"

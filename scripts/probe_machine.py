@@ -81,6 +81,8 @@ def main(argv=None):
     parser.add_argument("--threads", default="auto")
     parser.add_argument("--foreign-cpu-max-share", type=float, default=0.05)
     parser.add_argument("--lock", default=None)
+    parser.add_argument("--study-stamp", default=None,
+                        help="the rule's stamp (what this study had left to run), kept in the output")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     force = args.force.lower() == "true"
@@ -101,7 +103,7 @@ def main(argv=None):
     verdict, message, details = probe.decide(args.machine, reference, current, hashes,
                                              args.min_change, force)
     doc = dict(current, verdict=verdict, message=message, details=details, force=force,
-               reference_stamp=(reference or {}).get("stamp"))
+               reference_stamp=(reference or {}).get("stamp"), study_stamp=args.study_stamp)
     base = layout.probe_dir(args.machine)
     if verdict == "stop":
         write_json(os.path.join(base, "probe.stopped.json"), doc)

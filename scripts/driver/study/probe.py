@@ -6,10 +6,11 @@ env), each in `probe.processes` fresh processes. The first probe under a key is 
 (results/machines/<key>/probe.json). A later study that adds cells under that key compares its probe
 with the reference, cell by cell, on log process medians:
 
-    d = mean(log m_now) - mean(log m_ref),   se^2 = s_ref^2/n_ref + s_now^2/n_now + 2 RUN_SD^2
+    d = mean(log m_now) - mean(log m_ref),   se^2 = s^2 (1/n_ref + 1/n_now) + 2 RUN_SD^2
 
-(RUN_SD: the shift of a whole run that the processes' spread leaves out). The probe has moved when,
-for some cell, |d| exceeds the Welch t quantile at LEVEL (Bonferroni over the probe's cells) times se
+(s: the spread of log medians pooled over every probe cell of both probes; RUN_SD: the shift of a
+whole run that the processes' spread leaves out). The probe has moved when, for some cell, |d|
+exceeds the t quantile (pooled degrees of freedom) at LEVEL (Bonferroni over the probe's cells) times se
 and the ratio exp(d) lies more than `min_change` from 1. The fingerprint (driver/study/fingerprint.py)
 must match too: of the reference and of every cell file under the key that carries one.
 
@@ -23,8 +24,8 @@ from driver.study import fingerprint
 
 # Two-sided level of the probe's test, over all its cells together (Bonferroni).
 LEVEL = 0.99
-# Run-level standard deviation of log medians: a run shifts as a whole by about this much (two
-# default runs on one quiet machine shifted 2.3 %; the statistics audit plants sd 0.03).
+# Run-level standard deviation of log medians: a whole run shifts by about this much (the size of
+# the run-level offset that compare-runs' calibration must flag, docs/METHOD.md).
 RUN_SD = 0.03
 
 
@@ -42,20 +43,29 @@ def summarize(records):
     return out
 
 
-def compare_cell(ref, now, m=1, level=LEVEL, run_sd=RUN_SD, min_change=0.10):
-    """The test of one probe cell: ratio now/ref, its CI, and whether it has moved."""
+def pooled_spread(*sides):
+    """(variance, degrees of freedom) of log medians pooled over every cell of both probes: one
+    machine's spread, from all the probe's processes (two processes a side leave Welch's test with
+    one or two degrees of freedom, and its quantile without bound)."""
+    num = dof = 0.0
+    for side in sides:
+        for summary in side.values():
+            if summary.get("sd") is not None and summary["n"] > 1:
+                num += (summary["n"] - 1) * summary["sd"] ** 2
+                dof += summary["n"] - 1
+    return (num / dof if dof else 0.0), dof
+
+
+def compare_cell(ref, now, m=1, level=LEVEL, run_sd=RUN_SD, min_change=0.10, pooled=None):
+    """The test of one probe cell: ratio now/ref, its CI, and whether it has moved. `pooled`:
+    (variance, df) of the spread (default: this cell's two sides pooled)."""
     from scipy import stats  # here: every cell's supervisor imports this module
 
     d = now["mean"] - ref["mean"]
-    pooled = [s for s in (ref.get("sd"), now.get("sd")) if s is not None]
-    # a side of one process borrows the other side's spread
-    s_ref = ref.get("sd") if ref.get("sd") is not None else (pooled[0] if pooled else 0.0)
-    s_now = now.get("sd") if now.get("sd") is not None else (pooled[0] if pooled else 0.0)
-    v_ref, v_now = s_ref ** 2 / ref["n"], s_now ** 2 / now["n"]
-    se = math.sqrt(v_ref + v_now + 2 * run_sd ** 2)
-    terms = [v ** 2 / (n - 1) for v, n in ((v_ref, ref["n"]), (v_now, now["n"])) if n > 1]
-    df = (v_ref + v_now) ** 2 / sum(terms) if terms and sum(terms) > 0 else 1e6
-    crit = float(stats.t.ppf(1 - (1 - level) / (2 * m), max(df, 1.0)))
+    variance, df = pooled or pooled_spread({"r": ref}, {"n": now})
+    se = math.sqrt(variance * (1.0 / ref["n"] + 1.0 / now["n"]) + 2 * run_sd ** 2)
+    crit = float(stats.t.ppf(1 - (1 - level) / (2 * m), df)) if df else float(
+        stats.norm.ppf(1 - (1 - level) / (2 * m)))
     ratio = math.exp(d)
     beyond_ci = bool(abs(d) > crit * se)
     return {"ratio": ratio, "ci_low": math.exp(d - crit * se), "ci_high": math.exp(d + crit * se),
@@ -64,10 +74,12 @@ def compare_cell(ref, now, m=1, level=LEVEL, run_sd=RUN_SD, min_change=0.10):
 
 
 def compare(reference, current, min_change=0.10, level=LEVEL, run_sd=RUN_SD):
-    """{cell_id: compare_cell(...)} over the cells both probes hold."""
+    """{cell_id: compare_cell(...)} over the cells both probes hold, with the spread pooled over
+    all of them."""
     common = sorted(set(reference) & set(current))
-    return {c: compare_cell(reference[c], current[c], len(common), level, run_sd, min_change)
-            for c in common}
+    pooled = pooled_spread({c: reference[c] for c in common}, {c: current[c] for c in common})
+    return {c: compare_cell(reference[c], current[c], len(common), level, run_sd, min_change,
+                            pooled) for c in common}
 
 
 def decide(key, reference, current, cell_fingerprints, min_change=0.10, force=False):
@@ -92,7 +104,7 @@ def decide(key, reference, current, cell_fingerprints, min_change=0.10, force=Fa
         tests = compare(reference["cells"], current["cells"], min_change)
         for cell, t in tests.items():
             if t["moved"]:
-                changes.append("probe cell %s runs %.2fx its reference time (CI %.2f-%.2f; more "
+                changes.append("probe cell %s runs %.3gx its reference time (CI %.3g-%.3g; more "
                                "than %d %% from 1 and beyond the CI)" % (
                                    cell, t["ratio"], t["ci_low"], t["ci_high"],
                                    round(100 * min_change)))

@@ -39,7 +39,7 @@ def test_a_faster_machine_stops_the_study_saying_what_changed_and_how_to_go_on()
     now = doc([0.0040, 0.0041, 0.0039, 0.0040])
     verdict, message, details = probe.decide("amd-epyc-2c", REF, now, [FP["hash"]] * 10)
     assert verdict == "stop"
-    assert "0.13x" in message and CELL in message
+    assert "0.134x" in message and CELL in message
     assert "--config machine=" in message and "force_machine=true" in message
     assert details["tests"][CELL]["moved"]
 
@@ -74,11 +74,11 @@ def test_a_shift_beyond_the_ci_but_inside_min_change_goes_on():
     assert probe.compare(ref["cells"], now["cells"], min_change=0.05, run_sd=0.0)[CELL]["moved"]
 
 
-def test_the_ci_matches_welch_from_scipy_when_the_run_term_is_off():
+def test_the_ci_matches_the_pooled_t_test_from_scipy_when_the_run_term_is_off():
     a, b = [0.10, 0.11, 0.105, 0.098], [0.12, 0.125, 0.119, 0.13, 0.122]
     t = probe.compare_cell(probe.summarize(recs(a))[CELL], probe.summarize(recs(b))[CELL],
                            level=0.95, run_sd=0.0)
-    res = stats.ttest_ind(np.log(b), np.log(a), equal_var=False)
+    res = stats.ttest_ind(np.log(b), np.log(a), equal_var=True)
     ci = res.confidence_interval(0.95)
     assert t["ci_low"] == pytest.approx(math.exp(ci.low), rel=1e-9)
     assert t["ci_high"] == pytest.approx(math.exp(ci.high), rel=1e-9)
@@ -130,3 +130,13 @@ def test_a_cell_file_keeps_the_probe_in_brief(tmp_path):
     assert brief["cells"][CELL]["ratio"] == pytest.approx(0.004 / REF["cells"][CELL]["median_s"],
                                                           rel=0.02)
     assert probe.brief(tmp_path / "none.json") is None
+
+
+def test_two_noisy_processes_a_side_still_see_a_large_change():
+    """Welch's df with two processes a side can fall to 1 (t quantile 127 at this level); the
+    pooled spread keeps the quantile finite: a 1000x change stops even at sd 0.5."""
+    ref = doc([1.0, 2.7], extra=recs([0.1, 0.03], cell="small"))
+    now = doc([1e-3 * 1.0, 1e-3 * 1.1], extra=recs([1e-4, 0.3e-4], cell="small"))
+    tests = probe.compare(ref["cells"], now["cells"])
+    assert all(t["moved"] for t in tests.values()), tests
+    assert all(t["df"] == 4 for t in tests.values())
