@@ -112,3 +112,27 @@ def test_quick_study_holds_each_new_layer_kind(quick_run):
         assert r["status"] == "ok", (key, r["reason"])
         assert r["same_function"]["match"] is True, (key, r["same_function"])
         assert r["flops_per_step"] > 0, key
+
+
+def test_generator_and_sequence_inputs_run(tmp_path):
+    """Inputs beyond numpy and tf.data: a Python generator and a Sequence (PyDataset in Keras 3)
+    feed train_on_batch and fit in TF 1.14 (tf.keras, v1 graph), TF 2.21 and JAX (Keras 3)."""
+    config = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
+    config.update(envs=["tf1.14", "tf2.21", "keras3-jax"], stop={"rule": "fixed", "iterations": 6})
+    config["grids"] = [
+        {"name": "inputs_tf1", "envs": ["tf1.14"], "pairs": [["small", "small"]],
+         "keras": ["tf.keras"], "modes": ["graph"], "apis": ["train_on_batch"],
+         "inputs": ["generator", "sequence"]},
+        {"name": "inputs_keras3", "envs": ["tf2.21", "keras3-jax"], "pairs": [["small", "small"]],
+         "keras": ["keras3"], "modes": ["eager"], "apis": ["fit"],
+         "inputs": ["generator", "sequence"]},
+    ]
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "inputs.yaml", config), "--cores", "2", check=True)
+    cells = pd.read_csv(work / "results/tables/cells.csv")
+    assert (cells.status == "ok").all(), cells[["env", "cell_id", "reason"]]
+    assert set(zip(cells.env, cells.api, cells.input)) == {
+        (env, api, kind) for env, api in (("tf1.14", "train_on_batch"), ("tf2.21", "fit"),
+                                          ("keras3-jax", "fit"))
+        for kind in ("generator", "sequence")}
+    assert (cells.median_s > 0).all()
