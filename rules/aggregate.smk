@@ -36,6 +36,7 @@ rule tabulate_cells:
         level=config["stop"]["level"],
         q=config["fdr_q"],
         min_effect=config["min_effect"],
+        alpha_equivalence=config["equivalence_alpha"],
         spike_factor=config["spike_factor"],
         allocation=lambda wildcards: {
             "repeats": REPEATS,

@@ -61,6 +61,7 @@ checkpoint plan_round:
         level=config["stop"]["level"],
         q=config["fdr_q"],
         min_effect=config["min_effect"],
+        alpha_equivalence=config["equivalence_alpha"],
         repeats=REPEATS,
         max_repeats=ALLOCATION["max_repeats"],
         budget_s=ALLOCATION["budget_s"],

@@ -1,22 +1,34 @@
-"""`make compare-runs A=<results> B=<results>`: do two runs of the study say the same?
+"""`make compare-runs A=<results> B=<results>`: is the study's uncertainty the uncertainty of a
+rerun, and do two runs say the same?
 
 Lines up two results folders (two runs on one machine, or two machines; a published docs/ folder
-works too) from their tables alone (<folder>/tables/*.csv, or <folder>/*.csv), and prints:
-- the share of comparisons whose verdict agrees, and how many rows each run has that the other
-  lacks;
+works too) from their tables alone (<folder>/tables/*.csv, or <folder>/*.csv), matching what both
+hold (two studies may differ in their envs: what only one holds is listed, not an error), and
+prints, calibration first (driver/stats/calibration.py):
+- cross-run calibration of cells and of comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
+  se_B^2) with Welch degrees of freedom (cells: after the whole run's shift, printed apart), the
+  share beyond the critical value against its nominal
+  1 - level with a binomial CI (equivalently: the share of run B's estimates inside run A's
+  prediction interval), and tau, the run-level spread the CIs leave out;
+- agreement of verdicts split by effect size (< 5 %, 5-20 %, > 20 %), beside the agreement that a
+  perfectly calibrated method would show (parametric bootstrap from the two runs' estimates);
 - flips: comparisons called faster one way in one run and the other way in the other;
-- cells whose estimates moved beyond their confidence intervals (the two intervals are disjoint);
 - one JSON line with those figures, for scripts.
+Standard errors come from the tables (se_log, df; cells: the CI and ci_df); tables written before
+those columns existed give them from the CI with the process counts' degrees of freedom.
 """
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from driver.stats import calibration, moderated  # noqa: E402
 from driver.study import fingerprint  # noqa: E402
 from driver.tables import bundle  # noqa: E402
 from driver.tables.registry import COMPARISONS  # noqa: E402
@@ -26,6 +38,7 @@ from driver.tables.registry import COMPARISONS  # noqa: E402
 ROW_KEYS = ["env", "left_env", "right_env", "left_cell_id", "right_cell_id"]
 CELL_KEYS = ["env", "cell_id"]
 DECIDED = {"left_faster", "right_faster"}
+COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs"]
 
 
 def tables_folder(path) -> Path:
@@ -33,7 +46,18 @@ def tables_folder(path) -> Path:
     return path / "tables" if (path / "tables" / "cells.csv").exists() else path
 
 
-def load_comparisons(folder: Path) -> pd.DataFrame:
+def _col(df: pd.DataFrame, name: str, default=math.nan) -> pd.Series:
+    return df[name].astype(float) if name in df.columns else pd.Series(default, index=df.index)
+
+
+def se_from_ci(low, high, level, df) -> np.ndarray:
+    """Standard error of the log estimate from a symmetric-in-log CI at `level` with df."""
+    crit = np.array([moderated.t_quantile(0.5 + lv / 2, d) for lv, d in zip(level, df)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(np.asarray(high, float) / np.asarray(low, float)) / (2 * crit)
+
+
+def load_comparisons(folder: Path, level: float = 0.95) -> pd.DataFrame:
     parts = []
     for name in COMPARISONS:
         if name == "machines":
@@ -45,45 +69,115 @@ def load_comparisons(folder: Path) -> pd.DataFrame:
         if df.empty or "verdict" not in df.columns:
             continue
         keys = [k for k in ROW_KEYS if k in df.columns]
-        df = df.assign(table=name, key=df[keys].astype(str).agg("|".join, axis=1))
-        parts.append(df[["table", "key", "verdict", "ratio"]])
+        env_cols = [k for k in ("env", "left_env", "right_env") if k in df.columns]
+        df = df.assign(table=name, key=df[keys].astype(str).agg("|".join, axis=1),
+                       envs=df[env_cols].astype(str).agg("|".join, axis=1) if env_cols else "")
+        dof = _col(df, "df")
+        fallback = _col(df, "n_left", math.inf) + _col(df, "n_right", math.inf) - 2
+        df["df"] = dof.where(dof.notna(), fallback)
+        se = _col(df, "se_log")
+        if "ratio_ci_low" in df.columns:
+            derived = se_from_ci(df["ratio_ci_low"], df["ratio_ci_high"],
+                                 [level] * len(df), df["df"])
+            se = se.where(se.notna(), pd.Series(derived, index=df.index))
+        df["se_log"] = se
+        parts.append(df[COLUMNS])
     if not parts:
-        return pd.DataFrame(columns=["table", "key", "verdict", "ratio"])
+        return pd.DataFrame(columns=COLUMNS)
     return pd.concat(parts, ignore_index=True)
 
 
-def compare_runs(a, b) -> dict:
+def load_cells(folder: Path) -> pd.DataFrame:
+    cells = bundle.read_table(folder / "cells.csv")
+    cells = cells[cells["status"] == "ok"].copy()
+    level = _col(cells, "ci_level", 0.95).fillna(0.95)
+    dof = _col(cells, "ci_df")
+    cells["df"] = dof.where(dof.notna(), _col(cells, "n_repeats", math.inf) - 1)
+    cells["se_log"] = se_from_ci(cells["ci_low_s"], cells["ci_high_s"], level, cells["df"])
+    cells["log_m"] = np.log(cells["median_s"].astype(float))
+    return cells
+
+
+def _calibrate(both: pd.DataFrame, est_a, est_b, level: float, centre: bool) -> dict:
+    out = calibration.cross_run(est_a, both["se_log_a"], both["df_a"], est_b, both["se_log_b"],
+                                both["df_b"], level, centre=centre)
+    return {"beyond": out["beyond"], "pi_coverage": out["pi_coverage"], "tau": out["tau"],
+            "shift": out["shift"]}
+
+
+def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.10,
+                 alpha_eq: float = 0.05, draws: int = 200) -> dict:
     fa, fb = tables_folder(a), tables_folder(b)
     for folder in (fa, fb):
         if not (folder / "cells.csv").exists():
             raise FileNotFoundError(f"{folder}: no cells.csv (not a results or tables folder)")
-    ca, cb = load_comparisons(fa), load_comparisons(fb)
+    ca, cb = load_comparisons(fa, level), load_comparisons(fb, level)
     both = ca.merge(cb, on=["table", "key"], suffixes=("_a", "_b"))
     agree = both["verdict_a"] == both["verdict_b"]
-    flips = both[both["verdict_a"].isin(DECIDED) & both["verdict_b"].isin(DECIDED)
-                 & ~agree]
-    cells_a = bundle.read_table(fa / "cells.csv")
-    cells_b = bundle.read_table(fb / "cells.csv")
+    flips = both[both["verdict_a"].isin(DECIDED) & both["verdict_b"].isin(DECIDED) & ~agree]
+    cells_a, cells_b = load_cells(fa), load_cells(fb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
-    cells = cells[(cells["status_a"] == "ok") & (cells["status_b"] == "ok")]
-    moved = cells[(cells["ci_high_s_a"] < cells["ci_low_s_b"])
-                  | (cells["ci_high_s_b"] < cells["ci_low_s_a"])]
+    cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
+    comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
+                          np.log(both["ratio_b"].astype(float)), level, centre=False)
+    shift = math.log(cell_cal["shift"])
+    beyond_cells = []
+    for rec in cells.to_dict("records"):
+        va, vb = rec["se_log_a"] ** 2, rec["se_log_b"] ** 2
+        if not (va > 0 and vb > 0):
+            continue
+        t = (rec["log_m_a"] - rec["log_m_b"] - shift) / math.sqrt(va + vb)
+        dof = moderated.welch_df(va, rec["df_a"], vb, rec["df_b"])
+        if abs(t) > moderated.t_quantile(0.5 + level / 2, dof):
+            beyond_cells.append({**rec, "t": t})
+    # agreement by effect size, beside what a calibrated method would show
+    mean_lr = (np.log(both["ratio_a"].astype(float)) + np.log(both["ratio_b"].astype(float))) / 2
+    both = both.assign(band=[calibration.band(x) for x in mean_lr], agree=agree)
+    usable = both["se_log_a"].notna() & both["se_log_b"].notna() & (both["se_log_a"] > 0) \
+        & (both["se_log_b"] > 0)
+    expected = calibration.expected_agreement(
+        mean_lr[usable], both.loc[usable, "se_log_a"], both.loc[usable, "df_a"],
+        both.loc[usable, "se_log_b"], both.loc[usable, "df_b"], level, q, margin, alpha_eq,
+        draws=draws) if usable.any() else pd.DataFrame(columns=["band", "expected",
+                                                                 "expected_sd"])
+    bands = []
+    for _, _, name in calibration.BANDS:
+        part = both[both["band"] == name]
+        exp = expected[expected["band"] == name]
+        bands.append({"band": name, "rows": int(len(part)),
+                      "agreement": float(part["agree"].mean()) if len(part) else None,
+                      "expected": float(exp["expected"].iloc[0]) if len(exp) else None,
+                      "expected_sd": float(exp["expected_sd"].iloc[0]) if len(exp) else None})
+    envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
+        "cells_matched": int(len(cells)),
+        "cells_calibration": cell_cal,
+        "comparisons_calibration": comp_cal,
         "comparisons_matched": int(len(both)),
         "only_in_a": int(len(ca) - len(both)),
         "only_in_b": int(len(cb) - len(both)),
+        "envs_only_in_a": sorted(envs_a - envs_b),
+        "envs_only_in_b": sorted(envs_b - envs_a),
+        "cells_only_in_a": int(len(cells_a) - len(cells)),
+        "cells_only_in_b": int(len(cells_b) - len(cells)),
         "agreement": float(agree.mean()) if len(both) else None,
+        "agreement_by_effect": bands,
         "flips": int(len(flips)),
         "flip_rows": flips[["table", "key", "verdict_a", "verdict_b", "ratio_a", "ratio_b"]]
         .to_dict("records"),
-        "cells_matched": int(len(cells)),
-        "cells_moved_beyond_ci": int(len(moved)),
-        "moved_cells": moved[CELL_KEYS + ["median_s_a", "median_s_b"]].to_dict("records"),
-        "median_ratio_change": (float((both["ratio_b"] / both["ratio_a"]).median())
-                                if len(both) else None),
+        "cells_moved_beyond_ci": len(beyond_cells),
+        "moved_cells": [{k: r[k] for k in CELL_KEYS + ["median_s_a", "median_s_b", "t"]}
+                        for r in beyond_cells],
         # one machine or two (driver/study/fingerprint.py, from each side's facts.json)
         "machines": fingerprint.compare_folders(fa, fb),
     }
+
+
+def _rate_text(r: dict) -> str:
+    if not r["n"]:
+        return "n/a"
+    return (f"{r['k']} of {r['n']} ({r['rate']:.1%}, 95 % CI {r['ci_low']:.1%}-{r['ci_high']:.1%};"
+            f" nominal {r['nominal']:.0%}: {'ok' if r['ok'] else 'MISCALIBRATED'})")
 
 
 def main(argv=None):
@@ -96,20 +190,37 @@ def main(argv=None):
     except (FileNotFoundError, ValueError) as exc:
         print(f"compare-runs: {exc}", file=sys.stderr)
         return 2
+    for what in ("cells", "comparisons"):
+        cal = out[f"{what}_calibration"]
+        print(f"cross-run calibration, {what}: beyond their combined CIs (Welch df) "
+              f"{_rate_text(cal['beyond'])}; run-level sd the CIs leave out (tau) "
+              f"{cal['tau']:.4f}")
+        if what == "cells":
+            print(f"  the whole run B / run A (median over cells, taken out above): "
+                  f"{1 / cal['shift']:.4f}")
+        print(f"  run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
+    for row in out["moved_cells"]:
+        print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "
+              f"{row['median_s_b'] * 1e3:.2f} ms (t {row['t']:.2f})")
     agreement = out["agreement"]
     print(f"machines: {out['machines']['note']}")
     print(f"{out['comparisons_matched']} comparisons in both runs "
           f"({out['only_in_a']} only in A, {out['only_in_b']} only in B); verdicts agree: "
           + ("n/a" if agreement is None else f"{agreement:.1%}"))
+    for env_side in ("a", "b"):
+        if out[f"envs_only_in_{env_side}"]:
+            print(f"  envs only in {env_side.upper()}: "
+                  + ", ".join(out[f"envs_only_in_{env_side}"]))
+    for row in out["agreement_by_effect"]:
+        obs = "n/a" if row["agreement"] is None else f"{row['agreement']:.1%}"
+        exp = "n/a" if row["expected"] is None else \
+            f"{row['expected']:.1%} +- {row['expected_sd']:.1%}"
+        print(f"  |effect| {row['band']}: {row['rows']} rows, agree {obs}; a calibrated "
+              f"method: {exp}")
     print(f"flips (faster in one run, slower in the other): {out['flips']}")
     for row in out["flip_rows"]:
         print(f"  {row['table']}: {row['key']}: {row['verdict_a']} -> {row['verdict_b']} "
               f"(ratio {row['ratio_a']:.3g} -> {row['ratio_b']:.3g})")
-    print(f"cells whose estimates moved beyond their CIs: {out['cells_moved_beyond_ci']} of "
-          f"{out['cells_matched']}")
-    for row in out["moved_cells"]:
-        print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "
-              f"{row['median_s_b'] * 1e3:.2f} ms")
     summary = {k: v for k, v in out.items() if k not in ("flip_rows", "moved_cells")}
     print(json.dumps(summary, sort_keys=True))
     return 0

@@ -14,12 +14,12 @@ from tfspeed.atomic import write_text  # noqa: E402
 
 p = smk.params
 result = tabulate(list(smk.input.cells), p.reference_env, p.noisy_threshold, p.level,
-                  q=p.q, min_effect=p.min_effect)
+                  q=p.q, min_effect=p.min_effect, alpha_equivalence=p.alpha_equivalence)
 # the extra rounds' budget: what the first rounds left of the study's time budget, if it has one
 budget_s = extra_budget_s(result["records"], p.repeats, p.budget_s, p.time_budget_s,
                           smk.wildcards.machine)
 plan = plan_next_round(result["cells"], result, result["records"], p.repeats, p.max_repeats,
-                       budget_s)
+                       budget_s, margin=p.min_effect, alpha_equivalence=p.alpha_equivalence)
 plan["round"] = int(smk.wildcards.rep)
 logging.getLogger("tfspeed.plan").info(
     "round %s: %d cells, %.0f s predicted of %.0f s left", plan["round"], len(plan["cells"]),

@@ -4,14 +4,21 @@
                           measured against a bare loop, over the small cell's median step.  <= 1e-4
   orchestrator_cpu_share  CPU of Snakemake, the shells and the supervisors during the cells' timed
                           windows, in cores (each supervisor meters it at the window's edges). <= 0.01
-  aa_false_positive_rate  the quick preset run with `--aa-processes` (6) processes per cell; each
-                          cell's processes split two ways into two independent 3-process halves
-                          (rounds 0-2 vs 3-5, even vs odd): the same cell twice. The share of these
-                          A/A pairs that the study's verdicts (Welch on log medians, BH over all
-                          pairs) call faster or slower.                                    <= 0.05
-  mde_80                  smallest ratio the default design (`repeats` processes per cell) detects
-                          with 80 % power, from the measured between-process spread (the median
-                          cell's sd of log medians).                                       <= 1.10
+  aa_rate                 A/A pairs (the same cell twice) tested as the study tests (its model:
+                          round blocks, moderated spreads): the share with p <= the study's own
+                          per-test threshold (the largest p Benjamini-Hochberg rejects over the
+                          study's comparisons; never BH over the A/A pairs alone, which is about 0
+                          by construction), with its Clopper-Pearson CI.       CI holds the threshold
+  aa_coverage             the share of A/A CIs (at stop.level) that cover a ratio of 1.  CI holds level
+  aa_ks_p                 Kolmogorov-Smirnov test that the A/A p-values are uniform.          > 0.05
+                          Quick mode: the quick preset with `--aa-processes` (6) processes per
+                          cell, each cell's processes split into even and odd rounds (two
+                          interleaved halves). --from-runs: each cell of run A against itself in
+                          run B (each run's own model; Welch df across the runs).
+  mde_80                  smallest ratio the default design (`repeats` processes per cell)
+                          detects with 80 % power at the study's per-test threshold, for the
+                          75th-percentile cell's (moderated) spread, with the moderated t's df.
+                                                                                           <= 1.10
   spread_ours / spread_seed  the small tf.keras eager train_on_batch cell measured 5 times:
                           (max - min) / median of our estimate (geometric mean of `--pool` fresh
                           processes' medians) vs the seed's (the mean of 200 calls in one
@@ -25,13 +32,15 @@ Writes results/selfbench.json. Run it on an otherwise idle machine: it times thi
 
 --from-runs takes the A/A pairs, the orchestrator's share and the between-process spread from two
 finished runs of the default study instead of a quick study: each cell of run A against the same
-cell of run B, every cell in its default design (`repeats` processes per run), with the study's own
-verdicts (Welch on log medians, BH over all pairs). That is the rerun itself: it includes whatever
-changed on the machine between the runs, which split halves of one run do not.
+cell of run B, every cell in its default design. That is the rerun itself: it includes whatever
+changed on the machine between the runs, which split halves of one run do not. The figures are
+computed by driver/stats/calibration.py (tests/unit/stats/test_calibration.py plants an inflated
+A/A rate and checks that these figures fail it).
 """
 import argparse
 import glob
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -46,7 +55,10 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-from driver.stats import verdicts  # noqa: E402
+from driver.stats import blocks, calibration, moderated, verdicts  # noqa: E402
+from driver.study import layout  # noqa: E402
+from driver.tables import bundle  # noqa: E402
+from driver.tables.registry import COMPARISONS  # noqa: E402
 from tfspeed import timing  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
@@ -90,21 +102,53 @@ def run_study(config, name, fresh=True):
     return wall, [r for r in records if r["status"] == "ok"]
 
 
-def aa_pairs(records, k):
-    """Two A/A pairs per cell with 2k processes: rounds [0, k) vs [k, 2k), even vs odd."""
+def _series(rounds_and_logs) -> pd.Series:
+    return pd.Series([y for _, y in rounds_and_logs], index=[f"#{r}" for r, _ in rounds_and_logs])
+
+
+def aa_pairs(records, k, level=0.95):
+    """One A/A pair per cell with 2k processes: its even rounds against its odd rounds (two
+    interleaved halves), each half a cell of the study's model (blocks.fit_study)."""
     by_cell = {}
     for r in records:
-        by_cell.setdefault((r["env"], r["cell_id"]), {})[r["repeat"]] = float(
-            np.median(r["samples_s"]))
-    rows = []
-    for procs in by_cell.values():
+        by_cell.setdefault((r["env"], r["cell_id"]), {})[r["repeat"]] = math.log(
+            float(np.median(r["samples_s"])))
+    logs, pairs = {}, []
+    for (env, cid), procs in by_cell.items():
         if len(procs) < 2 * k:
             continue
         reps = sorted(procs)[:2 * k]
-        for left, right in ((reps[:k], reps[k:]), (reps[0::2], reps[1::2])):
-            rows.append(verdicts.welch(verdicts.log_medians([procs[i] for i in left]),
-                                       verdicts.log_medians([procs[i] for i in right])))
-    return pd.DataFrame(rows)
+        logs[(env, cid, "even")] = _series([(i, procs[i]) for i in reps[0::2]])
+        logs[(env, cid, "odd")] = _series([(i, procs[i]) for i in reps[1::2]])
+        pairs.append(((env, cid, "even"), (env, cid, "odd")))
+    fit = blocks.fit_study(logs)
+    return pd.DataFrame([blocks.compare_cells(fit, a, b, level) for a, b in pairs]), fit
+
+
+def study_threshold(tables_folder, q) -> float:
+    """The per-test threshold a study's BH family implies (verdicts.bh_threshold over the p of
+    every comparison table in the folder); NaN without tables."""
+    p = []
+    for name in COMPARISONS:
+        path = Path(tables_folder) / f"{name}.csv"
+        if name != "machines" and path.exists():
+            table = bundle.read_table(path)
+            if "p" in table.columns:
+                p += list(pd.to_numeric(table["p"], errors="coerce").dropna())
+    return verdicts.bh_threshold(p, q) if p else math.nan
+
+
+def mde_75(fit: dict, repeats: int, threshold: float) -> tuple[float, float]:
+    """(mde_80, sd): for the 75th-percentile cell's moderated sd, at the threshold, with the
+    moderated t's df 2 (d0 + repeats - 1)."""
+    sds = [math.sqrt(v["s2_post"]) for k, v in fit.items()
+           if k != "_prior" and v["n"] >= 2 and math.isfinite(v["s2_post"])]
+    if not sds or not threshold > 0:
+        return math.nan, math.nan
+    sd = float(np.percentile(sds, 75))
+    d0 = fit["_prior"]["d0"]
+    df = math.inf if math.isinf(d0) else 2 * (d0 + repeats - 1)
+    return verdicts.mde(sd, repeats, alpha=threshold, df=df), sd
 
 
 def run_records(folder) -> list[dict]:
@@ -126,16 +170,30 @@ def process_medians(records) -> dict:
     return out
 
 
-def runs_figures(a, b, repeats) -> tuple[dict, pd.DataFrame]:
+def run_logs(records) -> dict:
+    """(machine, env, cell_id) -> pd.Series of its processes' log medians by round."""
+    out = {}
+    for r in records:
+        out.setdefault((r["machine"], r["env"], r["cell_id"]), []).append(
+            (f"{layout.base_machine(r['machine'])}#{r['repeat']}",
+             math.log(float(np.median(r["samples_s"])))))
+    return {k: pd.Series([y for _, y in v], index=[b for b, _ in v]) for k, v in out.items()}
+
+
+def runs_figures(a, b, repeats, level, q) -> tuple[dict, pd.DataFrame]:
     """A/A pairs, orchestrator share and spreads from two finished runs (see --from-runs)."""
     recs_a, recs_b = run_records(a), run_records(b)
     meds_a, meds_b = process_medians(recs_a), process_medians(recs_b)
+    fit_a, fit_b = blocks.fit_study(run_logs(recs_a)), blocks.fit_study(run_logs(recs_b))
     rows = []
     for key in sorted(set(meds_a) & set(meds_b)):
-        if len(meds_a[key]) >= 2 and len(meds_b[key]) >= 2:
-            rows.append(verdicts.welch(verdicts.log_medians(meds_a[key]),
-                                       verdicts.log_medians(meds_b[key])))
-    pairs = verdicts.decide(pd.DataFrame(rows))
+        if fit_a[key]["n"] >= 2 and fit_b[key]["n"] >= 2:
+            left, right = fit_a[key], fit_b[key]
+            rows.append(moderated.compare(left["mean"], left["s2_post"], left["df_post"],
+                                          left["n"], right["mean"], right["s2_post"],
+                                          right["df_post"], right["n"], level=level))
+    pairs = pd.DataFrame(rows)
+    threshold = study_threshold(Path(a) / "tables", q)
     meters = [r["provenance"].get("orchestrator_cpu") for r in recs_a + recs_b]
     meters = [m for m in meters if m]
     between = [float(np.std(np.log(m), ddof=1)) for m in list(meds_a.values())
@@ -143,7 +201,7 @@ def runs_figures(a, b, repeats) -> tuple[dict, pd.DataFrame]:
     foreign = [r["cpu_window"]["foreign_cpu_share"] for r in recs_a + recs_b
                if (r.get("cpu_window") or {}).get("foreign_cpu_share") is not None]
     flagged = sum(bool(r.get("foreign_cpu_flag")) for r in recs_a + recs_b)
-    between_sd = statistics.median(between) if between else float("nan")
+    mde, sd75 = mde_75(fit_a, repeats, threshold)
     figures = {
         "orchestrator_cpu_share": (sum(m["orchestrator_cpu_s"] for m in meters)
                                    / max(sum(m["window_s"] for m in meters), 1e-9))
@@ -152,9 +210,9 @@ def runs_figures(a, b, repeats) -> tuple[dict, pd.DataFrame]:
                                            for m in meters if m["window_s"] > 0), default=None),
         "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
         "foreign_cpu_flagged": f"{flagged} of {len(recs_a) + len(recs_b)} processes",
-        "between_sd_median": between_sd,
-        "mde_80": verdicts.mde(between_sd, repeats),
-        "mde_80_repeats": repeats,
+        "between_sd_median": statistics.median(between) if between else float("nan"),
+        "threshold": threshold,
+        "mde_80": mde, "mde_80_sd": sd75, "mde_80_repeats": repeats,
         "aa_source": f"two runs: {a} vs {b}",
     }
     return figures, pairs
@@ -174,20 +232,32 @@ def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
     between = [float(np.std(np.log(m), ddof=1)) for m in process_medians(cells).values()
                if len(m) >= 2]
     between_sd = statistics.median(between) if between else float("nan")
+    level = default["stop"]["level"]
+    pairs, fit = aa_pairs(cells, k, level)
+    threshold = study_threshold(WORK / "study" / "results" / "tables", default["fdr_q"])
+    mde, sd75 = mde_75(fit, default["repeats"], threshold)
     figures = {
         "orchestrator_cpu_share": (sum(m["orchestrator_cpu_s"] for m in meters)
                                    / max(sum(m["window_s"] for m in meters), 1e-9))
         if meters else None,
         "foreign_cpu_share_median": statistics.median(foreign) if foreign else None,
         "between_sd_median": between_sd,
-        "mde_80": verdicts.mde(between_sd, default["repeats"]),
-        "mde_80_repeats": default["repeats"],
+        "threshold": threshold,
+        "mde_80": mde, "mde_80_sd": sd75, "mde_80_repeats": default["repeats"],
         "ci_rel_median": statistics.median(rel),
         "timed_share": timed / wall,
         "study_wall_s": wall,
         "aa_source": f"quick study, {args.aa_processes} processes per cell, split in halves",
     }
-    return figures, verdicts.decide(aa_pairs(cells, k))
+    return figures, pairs
+
+
+def rate_text(r: dict) -> str:
+    if not r["n"]:
+        return "no pairs"
+    return "%d of %d = %.3f (95 %% CI %.3f-%.3f; nominal %.3g: %s)" % (
+        r["k"], r["n"], r["rate"], r["ci_low"], r["ci_high"], r["nominal"],
+        "ok" if r["ok"] else "FAILS")
 
 
 def main():
@@ -206,18 +276,20 @@ def main():
     quick = yaml.safe_load((REPO / "tests" / "quick.yaml").read_text())
 
     if args.from_runs:
-        study, pairs = runs_figures(*args.from_runs, default["repeats"])
+        study, pairs = runs_figures(*args.from_runs, default["repeats"],
+                                    default["stop"]["level"], default["fdr_q"])
         recs = run_records(args.from_runs[0]) + run_records(args.from_runs[1])
         study["ci_rel_median"] = statistics.median(
             r["summary"]["ci_rel_halfwidth"] for r in recs)
         study["timed_share"] = study["study_wall_s"] = None
     else:
         study, pairs = quick_study(args, default, quick)
-    called = pairs["verdict"].isin([verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER])
-    print("%s: A/A pairs %d, called different %d; between-process sd: median %.3f; "
-          "within-process CI half-width / median: median %.4f"
-          % (study.get("aa_source", "quick study"), len(pairs), int(called.sum()),
-             study["between_sd_median"], study["ci_rel_median"]))
+    aa = calibration.aa_figures(pairs.get("p", []), pairs.get("ratio_ci_low", []),
+                                pairs.get("ratio_ci_high", []), study["threshold"],
+                                default["stop"]["level"])
+    print("%s: %d A/A pairs; between-process sd: median %.3f; within-process CI half-width / "
+          "median: median %.4f" % (study.get("aa_source", "quick study"), len(pairs),
+                                   study["between_sd_median"], study["ci_rel_median"]))
 
     # 2. 5 estimates of the small cell from `pool` fresh processes each vs the seed's 200-call mean
     spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200),
@@ -244,7 +316,7 @@ def main():
         "overhead_s": overhead,
         "overhead_rel": overhead / small_median,
         "aa_pairs": int(len(pairs)),
-        "aa_false_positive_rate": float(called.mean()) if len(pairs) else None,
+        "aa_rate": aa["aa_rate"], "aa_coverage": aa["coverage"], "aa_ks_p": aa["ks_p"],
         "spread_ours": spread(ours),
         "spread_seed": spread(seed),
         "pool": args.pool,
@@ -257,10 +329,15 @@ def main():
           % (overhead * 1e9, figures["overhead_rel"], small_median * 1e3))
     if orchestrator is not None:
         print("orchestrator CPU during timed windows: %.4f of a core (goal <= 0.01)" % orchestrator)
-    print("A/A false-positive rate %.3f over %d pairs (goal <= 0.05); mde_80 %.3f with %d "
-          "processes per cell (goal <= 1.10)" % (figures["aa_false_positive_rate"] or 0,
-                                                 len(pairs), figures["mde_80"],
-                                                 default["repeats"]))
+    print("A/A at the study's per-test threshold p <= %.4g: %s" % (study["threshold"],
+                                                                   rate_text(aa["aa_rate"])))
+    print("A/A CIs (level %.2f) covering 1: %s" % (default["stop"]["level"],
+                                                   rate_text(aa["coverage"])))
+    print("A/A p-values uniform (Kolmogorov-Smirnov): p %.3g (%s)"
+          % (aa["ks_p"], "ok" if aa["ks_ok"] else "NOT UNIFORM"))
+    print("mde_80 %.3f at the study's threshold, 75th-percentile cell (sd %.3f), %d processes "
+          "per cell (goal <= 1.10)" % (figures["mde_80"], figures["mde_80_sd"],
+                                       default["repeats"]))
     print("spread of %d estimates: ours (%d processes each) %.3f, seed's 200-call mean %.3f"
           % (len(groups), args.pool, figures["spread_ours"], figures["spread_seed"]))
     write_json(str(REPO / "results" / "selfbench.json"), figures)

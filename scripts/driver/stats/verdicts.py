@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 LEFT_FASTER, RIGHT_FASTER = "left_faster", "right_faster"
@@ -124,39 +125,81 @@ def bh_adjust(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
+def bh_threshold(p_values: Sequence[float], q: float = 0.05) -> float:
+    """The per-test threshold that Benjamini-Hochberg at q implies for this family: the largest
+    p-value it rejects (p_(i) <= i q / m), or q / m (the first step) when it rejects none."""
+    p = np.sort(np.asarray(p_values, dtype=float))
+    p = p[~np.isnan(p)]
+    if not p.size:
+        return math.nan
+    ok = p <= q * np.arange(1, p.size + 1) / p.size
+    return float(p[np.nonzero(ok)[0].max()]) if ok.any() else q / p.size
+
+
 def verdict(ratio_ci_low: float, ratio_ci_high: float, p_adjusted: float, q: float = 0.05,
-            min_effect: float = 0.05) -> str:
-    """One of VERDICTS: decided by the BH-adjusted p-value and the process-level CI."""
+            min_effect: float = 0.10, p_equivalent: float = math.nan,
+            alpha_equivalence: float = 0.05) -> str:
+    """One of VERDICTS. Equivalent first: the equivalence test (TOST) rejects "the ratio is
+    beyond 1 +- min_effect" at alpha_equivalence (p_equivalent <= alpha, i.e. the (1 - 2 alpha) CI
+    inside the margin, symmetric in log); a row the data show inside the margin is never called
+    faster. Otherwise faster/slower when the BH-adjusted p <= q and the CI excludes 1; else
+    inconclusive. Without a p_equivalent the CI given must lie inside the margin."""
     if any(math.isnan(v) for v in (ratio_ci_low, ratio_ci_high)):
         return INCONCLUSIVE
+    if math.isnan(p_equivalent):
+        inside = 1.0 / (1.0 + min_effect) <= ratio_ci_low and ratio_ci_high <= 1.0 + min_effect
+    else:
+        inside = p_equivalent <= alpha_equivalence
+    if inside:
+        return EQUIVALENT
     if not math.isnan(p_adjusted) and p_adjusted <= q:
         if ratio_ci_high < 1.0:
             return LEFT_FASTER
         if ratio_ci_low > 1.0:
             return RIGHT_FASTER
-    if 1.0 / (1.0 + min_effect) <= ratio_ci_low and ratio_ci_high <= 1.0 + min_effect:
-        return EQUIVALENT
     return INCONCLUSIVE
 
 
-def decide(comparisons, q: float = 0.05, min_effect: float = 0.05):
-    """Add `p_adjusted` (BH over every row given: pass the whole study's comparisons at once)
-    and `verdict` to a DataFrame with ratio_ci_low, ratio_ci_high and p."""
+def decide(comparisons, q: float = 0.05, min_effect: float = 0.10,
+           alpha_equivalence: float = 0.05):
+    """Add `p_adjusted` (BH over every row given: pass the whole study's comparisons at once),
+    `p_threshold` (the per-test threshold that BH implies for this family) and `verdict` to a
+    DataFrame with ratio_ci_low, ratio_ci_high, p and (optionally) p_equivalent."""
     df = comparisons.copy()
-    df["p_adjusted"] = bh_adjust(df["p"].to_numpy(dtype=float)) if len(df) else []
-    df["verdict"] = [verdict(lo, hi, pa, q, min_effect) for lo, hi, pa in
+    p = df["p"].to_numpy(dtype=float) if len(df) else np.array([])
+    df["p_adjusted"] = bh_adjust(p) if len(df) else []
+    df["p_threshold"] = bh_threshold(p, q) if len(df) else []
+    p_eq = (df["p_equivalent"].astype(float) if "p_equivalent" in df.columns
+            else pd.Series(math.nan, index=df.index))
+    df["verdict"] = [verdict(lo, hi, pa, q, min_effect, pe, alpha_equivalence)
+                     for lo, hi, pa, pe in
                      zip(df["ratio_ci_low"].astype(float), df["ratio_ci_high"].astype(float),
-                         df["p_adjusted"].astype(float))]
+                         df["p_adjusted"].astype(float), p_eq)]
     return df
 
 
-def mde(between_sd: float, k: int, alpha: float = 0.05, power: float = 0.8) -> float:
+def mde(between_sd: float, k: int, alpha: float = 0.05, power: float = 0.8,
+        df: float | None = None) -> float:
     """Smallest ratio (> 1) that a comparison of two cells with k processes each detects with
-    `power`, given the between-process sd of log medians: the noncentral-t power of Welch's test
-    with equal spreads (statsmodels' TTestIndPower)."""
-    from statsmodels.stats.power import TTestIndPower
-
+    `power` at the two-sided per-test threshold `alpha`, given the between-process sd of log
+    medians. df: the test's degrees of freedom (the moderated t's, e.g. 2 (d0 + k - 1)); None:
+    the pooled t's 2 k - 2, as statsmodels' TTestIndPower."""
     if k < 2 or not between_sd > 0:
         return math.nan
-    d = TTestIndPower().solve_power(nobs1=k, alpha=alpha, power=power, ratio=1.0)
-    return math.exp(float(d) * between_sd)
+    if df is None:
+        from statsmodels.stats.power import TTestIndPower
+
+        d = TTestIndPower().solve_power(nobs1=k, alpha=alpha, power=power, ratio=1.0)
+        return math.exp(float(d) * between_sd)
+    from scipy import optimize
+
+    se = between_sd * math.sqrt(2.0 / k)
+    crit = float(sps.norm.ppf(1 - alpha / 2) if math.isinf(df) else sps.t.ppf(1 - alpha / 2, df))
+
+    def achieved(delta):
+        nc = delta / se
+        if math.isinf(df):
+            return float(sps.norm.sf(crit - nc) + sps.norm.cdf(-crit - nc)) - power
+        return float(sps.nct.sf(crit, df, nc) + np.nan_to_num(sps.nct.cdf(-crit, df, nc))) - power
+
+    return math.exp(float(optimize.brentq(achieved, 1e-9, (crit + 8.0) * se)))

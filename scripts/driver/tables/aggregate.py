@@ -32,9 +32,9 @@ log = logging.getLogger("tfspeed.aggregate")
 
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
              level: float, config: Mapping | None = None, q: float = 0.05,
-             min_effect: float = 0.05, allocation: Mapping | None = None,
+             min_effect: float = 0.10, allocation: Mapping | None = None,
              now: datetime.datetime | None = None, spike_factor: float = 2.0,
-             orders: Iterable[Path | str] = ()) -> dict:
+             orders: Iterable[Path | str] = (), alpha_equivalence: float = 0.05) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
     per cell why it got no more processes (cells.csv `allocation`). orders: the rounds' plan
@@ -48,13 +48,15 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     log.info("%d cells (%s)", len(cells), cells["status"].value_counts().to_dict())
     if not cells.empty and reference_env not in set(cells["env"]):
         log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
-    tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect)
+    tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect,
+                          alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
                                 allocation.get("time_budget_s"), allocation.get("machine"))
         why = stop_reasons(cells, tables, records, allocation["repeats"],
-                           allocation["max_repeats"], budget)
+                           allocation["max_repeats"], budget,
+                           margin=min_effect, alpha_equivalence=alpha_equivalence)
         cells["allocation"] = [why.get(k) for k in zip(cells["machine"], cells["env"],
                                                         cells["cell_id"])]
     envs = env_order(cells) if not cells.empty else []

@@ -1,42 +1,89 @@
-"""Spend processes where verdicts are still open.
+"""Spend processes where a decision boundary is still inside a comparison's CI.
 
 Every cell runs in `repeats` processes (rounds 0 .. repeats-1). After that, round after round, the
-cells that sit in at least one comparison whose verdict is still `inconclusive` get one more
-process each, as long as they have fewer than `max_repeats` and the extra rounds' predicted cost
-(each cell's median process wall time) fits what is left of `budget_s` (seconds of cell processes
-beyond the first `repeats` rounds). A fixed hour then buys the most verdicts: processes go to the
-comparisons that need them, not to the ones already settled.
+cells of comparisons that are still *open* get one more process each, as long as they have fewer
+than `max_repeats` and the extra rounds' predicted cost (each cell's median process wall time)
+fits what is left of `budget_s` (seconds of cell processes beyond the first `repeats` rounds).
+
+Open is a matter of precision, never of the verdict: a comparison is open while its equivalence
+CI (the (1 - 2 alpha) CI of the ratio, driver/stats/moderated.py) straddles a decision boundary,
+1 +- margin (symmetric in log), and more processes can still settle it: the CI's half-width,
+shrunk as 1/sqrt(n) to max_repeats processes a side, would be narrower than the margin. A
+comparison without a CI (a side with one process) is open. Cells go first whose open comparisons
+have the widest CI relative to the margin, after the cells with the fewest processes.
+
+Why not chase verdicts: extra processes for comparisons that are "inconclusive" until they turn
+significant is optional stopping (the A/A false-positive rate grows with every look). Here a null
+comparison stops getting processes only when its CI lies inside the margin (then it is equivalent,
+which is no false positive) or wholly beyond it (rare under the null), so the difference test keeps
+about its nominal rate at the final look (tests/unit/stats/test_design_sim.py simulates the whole
+design and checks it). Twins are allocated like every other comparison, so they see the same
+allocation as the study's real comparisons.
 
 The plan is a pure function of the cell files so far, so a rerun plans the same rounds.
 """
+import math
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from driver.study import layout
-from driver.tables.registry import COMPARISONS
+from driver.tables.registry import REGISTRY
 
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
+TOO_WIDE = "too_wide"  # open, but too wide to settle even at max_repeats
+_TOO_WIDE = -1.0
 
 
-# The one-factor comparisons: what allocation settles. Frameworks (best-of picks), machines and
-# twins (calibration) are reported, not chased.
-CHASED = [n for n in COMPARISONS
-          if n not in ("frameworks", "frameworks_best", "machines", "twins")]
+# The comparisons that allocation settles: those the registry marks `chased` (twins included: they
+# calibrate what the real comparisons get). Best-of picks and machines are reported, not chased.
+def chased() -> list[str]:
+    return [t.name for t in REGISTRY if t.chased]
 
 
-def open_cells(tables: Mapping[str, pd.DataFrame]) -> set[tuple]:
-    """(machine, env, cell_id) of every cell in an inconclusive one-factor comparison."""
-    out = set()
-    for name in CHASED:
+def open_score(ratio: float, se_log: float, df: float, n_min: float, margin: float,
+               alpha_equivalence: float, max_repeats: int) -> float | None:
+    """None when a comparison is settled by its precision (its equivalence CI inside the margin,
+    or wholly beyond it); -1 when it cannot be settled by max_repeats processes a side; else the
+    CI's half-width over the margin (wider first). inf for a comparison without a CI."""
+    if any(not isinstance(v, (int, float)) or math.isnan(v) for v in (ratio, se_log, df)):
+        return math.inf
+    m = math.log1p(margin)
+    d = math.log(ratio)
+    tq = float(sps.norm.ppf(1 - alpha_equivalence) if math.isinf(df)
+               else sps.t.ppf(1 - alpha_equivalence, df))
+    half = tq * se_log
+    if abs(d) + half < m or abs(d) - half > m:
+        return None
+    if n_min and half * math.sqrt(n_min / max_repeats) >= m:
+        return _TOO_WIDE  # too wide to settle even at max_repeats: processes there tell nothing
+    return half / m
+
+
+def open_cells(tables: Mapping[str, pd.DataFrame], margin: float = 0.10,
+               alpha_equivalence: float = 0.05, max_repeats: int = 8) -> dict[tuple, float]:
+    """(machine, env, cell_id) -> the largest open_score of its open comparisons (-1: all of
+    them too wide to settle)."""
+    out: dict[tuple, float] = {}
+    for name in chased():
         df = tables.get(name)
-        if df is None or df.empty or "verdict" not in df.columns:
+        if df is None or df.empty or "se_log" not in df.columns:
             continue
-        for rec in df[df["verdict"] == "inconclusive"].to_dict("records"):
+        for rec in df.to_dict("records"):
+            n_min = np.nanmin([rec.get("n_left", np.nan), rec.get("n_right", np.nan)])
+            score = open_score(rec["ratio"], rec["se_log"], rec["df"], float(n_min), margin,
+                               alpha_equivalence, max_repeats)
+            if score is None:
+                continue
             for side in ("left", "right"):
                 machine = rec.get(f"{side}_machine", rec.get("machine"))
+                if name == "twins" and side == "left":
+                    machine = layout.twin_key(machine)
                 env = rec.get(f"{side}_env", rec.get("env"))
-                out.add((machine, env, rec[f"{side}_cell_id"]))
+                key = (machine, env, rec[f"{side}_cell_id"])
+                out[key] = max(out.get(key, -1.0), score)
     return out
 
 
@@ -47,40 +94,48 @@ def spent_extra_s(records, repeats: int) -> float:
 
 
 def plan_next_round(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], records,
-                    repeats: int, max_repeats: int, budget_s: float) -> dict:
-    """{"cells": [[env, cell_id], ...] for the next round, "spent_s", "left_s", "why"}: the open
-    cells under max_repeats, cheapest information first (fewest processes, then widest CI), as
-    many as the budget's remainder pays for."""
+                    repeats: int, max_repeats: int, budget_s: float, margin: float = 0.10,
+                    alpha_equivalence: float = 0.05) -> dict:
+    """{"cells": [[env, cell_id] (or [env, cell_id, "twin"] for a twin process), ...] for the
+    next round, "spent_s", "left_s", "predicted_s"}: the cells of open comparisons under
+    max_repeats (twins included), fewest processes first, then the widest CI relative to the
+    margin, as many as the budget's remainder pays for."""
     spent = spent_extra_s(records, repeats)
     left = max(0.0, budget_s - spent)
-    status = stop_reasons(cells, tables, records, repeats, max_repeats, budget_s)
-    ok = cells[(cells["status"] == "ok") & ~cells["machine"].map(layout.is_twin)].copy()
+    scores = open_cells(tables, margin, alpha_equivalence, max_repeats)
+    status = stop_reasons(cells, tables, records, repeats, max_repeats, budget_s, margin,
+                          alpha_equivalence, scores=scores)
+    ok = cells[cells["status"] == "ok"].copy()
     ok["_key"] = list(zip(ok["machine"], ok["env"], ok["cell_id"]))
-    wanted = ok[ok["_key"].map(lambda k: status.get(k) is None)]
-    wanted = wanted.assign(_width=(wanted["ci_high_s"] - wanted["ci_low_s"]) / wanted["median_s"])
-    wanted = wanted.sort_values(["n_repeats", "_width"], ascending=[True, False],
-                                na_position="first")
+    wanted = ok[ok["_key"].map(lambda k: status.get(k, SETTLED) is None)]
+    wanted = wanted.assign(_score=wanted["_key"].map(scores).astype(float))
+    wanted = wanted.sort_values(["n_repeats", "_score"], ascending=[True, False])
     chosen, cost = [], 0.0
     for rec in wanted.to_dict("records"):
         price = float(rec.get("process_wall_s") or 0.0)
         if cost + price > left:
             continue
-        chosen.append([rec["env"], rec["cell_id"]])
+        chosen.append([rec["env"], rec["cell_id"]] + (["twin"] if layout.is_twin(rec["machine"])
+                                                      else []))
         cost += price
     return {"cells": chosen, "spent_s": spent, "left_s": left, "predicted_s": cost}
 
 
 def stop_reasons(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], records,
-                 repeats: int, max_repeats: int, budget_s: float) -> dict:
-    """(machine, env, cell_id) -> why a cell gets no more processes (SETTLED, MAX_REPEATS,
-    BUDGET, NOT_ALLOCATED), or None while it still may get one."""
-    still_open = open_cells(tables)
+                 repeats: int, max_repeats: int, budget_s: float, margin: float = 0.10,
+                 alpha_equivalence: float = 0.05, scores: Mapping | None = None) -> dict:
+    """(machine, env, cell_id) -> why a cell gets no more processes (SETTLED, TOO_WIDE,
+    MAX_REPEATS, BUDGET, NOT_ALLOCATED), or None while it still may get one."""
+    still_open = open_cells(tables, margin, alpha_equivalence, max_repeats) \
+        if scores is None else scores
     left = budget_s - spent_extra_s(records, repeats)
     out = {}
     for rec in cells[cells["status"] == "ok"].to_dict("records"):
         key = (rec["machine"], rec["env"], rec["cell_id"])
         if key not in still_open:
             out[key] = SETTLED
+        elif still_open[key] == _TOO_WIDE:
+            out[key] = TOO_WIDE
         elif budget_s <= 0 or max_repeats <= repeats:
             out[key] = NOT_ALLOCATED
         elif rec["n_repeats"] >= max_repeats:

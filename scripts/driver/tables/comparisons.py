@@ -1,14 +1,17 @@
 """The comparison tables: pairs of ok cells that differ in one factor, each compared at the
-process level (driver/stats/verdicts.py): the source study's `%` beside the ratio of cell estimates with
-its Welch CI, the p-value, the study-wide Benjamini-Hochberg adjusted p-value and a verdict."""
+process level: the source study's `%` beside the ratio of cell estimates with its CI from the study's
+model (driver/stats/blocks.py: log process median = cell + round, moderated per-cell variances), the
+p-value, the study-wide Benjamini-Hochberg adjusted p-value and the per-test threshold it implies,
+the equivalence test's p-value, the bound ("differ by at most bound_pct %") and a verdict
+(driver/stats/verdicts.py)."""
 import inspect
 import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from driver.stats import blocks, verdicts
 from driver.stats import pooled as compare
-from driver.stats import verdicts
 from driver.study import layout
 from driver.tables import labels
 from driver.tables.ordering import SORT_ORDER, env_order, sort_rows
@@ -27,41 +30,49 @@ CALL_PAIRS = (("call", "predict"), ("call", "predict_on_batch"), ("predict_on_ba
               ("inference_mode", "call"))
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
-           "p", "p_adjusted", "verdict", "significant", "n_left", "n_right"]
+           "bound_pct", "p", "p_adjusted", "p_threshold", "p_equivalent", "verdict", "significant",
+           "n_left", "n_right", "se_log", "df"]
 
 
 class Comparer:
-    """verdicts.welch on the two cells' per-process log medians, each pair computed once. The
-    verdict needs every comparison of the study (Benjamini-Hochberg): `decide_study` adds it."""
+    """The study's model (blocks.fit_study over every cell's log medians, fitted once) and one
+    comparison per pair of cells, each computed once. The verdict needs every comparison of the
+    study (Benjamini-Hochberg): `decide_study` adds it."""
 
-    def __init__(self, logs: Mapping, level: float = 0.95):
+    def __init__(self, logs: Mapping, level: float = 0.95, margin: float = 0.10,
+                 alpha_equivalence: float = 0.05):
         self.logs, self.level = logs, level
+        self.margin, self.alpha_equivalence = margin, alpha_equivalence
+        self.fit = blocks.fit_study(logs)
         self._cache: dict = {}
 
     def __call__(self, left_key: tuple, right_key: tuple) -> dict:
         key = (left_key, right_key)
         if key not in self._cache:
-            left, right = self.logs[left_key], self.logs[right_key]
-            out = verdicts.welch(left, right, self.level)
-            le, re_ = math.exp(float(left.mean())), math.exp(float(right.mean()))
+            out = blocks.compare_cells(self.fit, left_key, right_key, self.level, self.margin,
+                                       self.alpha_equivalence)
+            le = math.exp(self.fit[left_key]["mean"])
+            re_ = math.exp(self.fit[right_key]["mean"])
             out.update(left_median_s=le, right_median_s=re_, pct=compare.seed_pct(le, re_),
-                       p_adjusted=math.nan, verdict=None, significant=None)
+                       p_adjusted=math.nan, p_threshold=math.nan, verdict=None, significant=None)
             self._cache[key] = out
         return self._cache[key]
 
 
-def decide_study(tables: dict, q: float, min_effect: float) -> None:
+def decide_study(tables: dict, q: float, min_effect: float,
+                 alpha_equivalence: float = 0.05) -> None:
     """Verdicts for every comparison row of the study at once: BH over all of them (in place)."""
     names = [n for n in COMPARISONS if n in tables and len(tables[n])]
     if not names:
         return
-    stacked = pd.concat([tables[n][["ratio_ci_low", "ratio_ci_high", "p"]] for n in names],
-                        keys=names)
-    decided = verdicts.decide(stacked, q=q, min_effect=min_effect)
+    stacked = pd.concat([tables[n][["ratio_ci_low", "ratio_ci_high", "p", "p_equivalent"]]
+                         for n in names], keys=names)
+    decided = verdicts.decide(stacked, q=q, min_effect=min_effect,
+                              alpha_equivalence=alpha_equivalence)
     for name in names:
         part = decided.loc[name]
-        tables[name]["p_adjusted"] = part["p_adjusted"].to_numpy()
-        tables[name]["verdict"] = part["verdict"].to_numpy()
+        for col in ("p_adjusted", "p_threshold", "verdict"):
+            tables[name][col] = part[col].to_numpy()
         tables[name]["significant"] = part["verdict"].isin(
             [verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER]).to_numpy()
 
@@ -326,11 +337,14 @@ def twins_rate_table(tables: Mapping, q: float, level: float) -> pd.DataFrame:
 
 
 def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: float = 0.95,
-                 q: float = 0.05, min_effect: float = 0.05) -> dict[str, pd.DataFrame]:
+                 q: float = 0.05, min_effect: float = 0.10,
+                 alpha_equivalence: float = 0.05) -> dict[str, pd.DataFrame]:
     """Every table of the registry, each by its builder (driver/tables/registry.py), from the
-    pooled cells and their processes' log medians."""
+    pooled cells and their processes' log medians (pd.Series indexed by time block, see
+    driver/tables/pooling.py). min_effect: the equivalence margin; alpha_equivalence: the size of
+    each one-sided test of TOST."""
     envs = env_order(cells) if not cells.empty else []
-    comparer = Comparer(logs, level=level)
+    comparer = Comparer(logs, level=level, margin=min_effect, alpha_equivalence=alpha_equivalence)
     study = {"all_cells": cells, "comparer": comparer, "envs": envs, "logs": logs,
              "reference_env": reference_env, "level": level, "q": q, "alpha": q,
              "min_effect": min_effect}
@@ -339,7 +353,7 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     tables: dict[str, pd.DataFrame] = {}
     for table in [t for t in REGISTRY if t.build and not t.after_verdicts]:
         tables[table.name] = _build(table, study, tables)
-    decide_study(tables, q, min_effect)
+    decide_study(tables, q, min_effect, alpha_equivalence)
     for table in [t for t in REGISTRY if t.build and t.after_verdicts]:
         tables[table.name] = _build(table, study, tables)
     # a table without a builder (processes) is made from the cell files (driver/tables/aggregate.py)

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from driver.stats import drift, spikes, verdicts
+from driver.stats import blocks, drift, spikes, verdicts
 from driver.stats import pooled as compare
+from driver.study import layout
 from driver.tables.ordering import env_order, sort_rows
 from tfspeed.cells import AXES, task
 
@@ -15,7 +16,7 @@ CELL_COLUMNS = [
     "machine", "env", "framework", "framework_version", "python", "keras", "keras_version",
     "mode", "api", "input", "device", "model", "data", "status", "reason", "n_samples",
     "n_repeats", "n_failed_repeats", "median_s", "ci_low_s", "ci_high_s", "ci_level",
-    "ci_rel_halfwidth", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
+    "ci_rel_halfwidth", "ci_df", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
     "drift", "drift_p", "drift_ratio", "between_sd", "within_ci_rel", "retraces", "stopped_by",
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
     "cpu_model", "gpu", "peak_rss_mb", "started_utc", "cell_id", "best_process_median_s",
@@ -82,10 +83,12 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
     Returns (cells, logs): `cells` has CELL_COLUMNS in version order; `logs` maps (machine, env,
     cell_id) of every ok cell to the log medians of its ok processes, what comparisons test.
 
-    median_s, ci_low_s, ci_high_s: the cell estimate and its CI from the processes
-    (verdicts.cell_estimate; no CI with one process). n_samples, mean_s, sd_s, iqr_s, min_s,
-    max_s describe all samples pooled. between_sd: sd of the processes' log medians (about their
-    relative spread); within_ci_rel: the median process's own CI half-width over its median.
+    median_s, ci_low_s, ci_high_s: the cell estimate and its CI from the study's model
+    (driver/stats/blocks.py: round-adjusted, moderated spread; no CI with one process); ci_df:
+    that CI's degrees of freedom (the moderated t's d0 + d).
+    n_samples, mean_s, sd_s, iqr_s, min_s, max_s describe all samples pooled. between_sd: sd of
+    the processes' log medians (about their relative spread); within_ci_rel: the median
+    process's own CI half-width over its median.
     noisy: between_sd above the threshold; drift: any process drifts (driver/stats/drift.py).
     task: train, infer or micro (tfspeed.cells.task). p95_over_median, p99_over_median,
     max_over_median, spikes, spike_factor: the tail of the samples (driver/stats/spikes.py).
@@ -138,7 +141,10 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
             # The cell's estimate and CI from its processes (driver/stats/verdicts.py): the samples of
             # one process are not independent evidence about the cell.
             est = verdicts.cell_estimate(pooled["per_process_medians"], level)
-            logs[(machine, env, cid)] = verdicts.log_medians(pooled["per_process_medians"])
+            # indexed by time block (the machine's round; a twin shares its machine's rounds)
+            logs[(machine, env, cid)] = pd.Series(
+                verdicts.log_medians(pooled["per_process_medians"]),
+                index=[f"{layout.base_machine(machine)}#{r['repeat']}" for r in oks])
             trends = [drift.block_trend(r["samples_s"]) for r in oks]
             worst = min(trends, key=lambda t: t["drift_p"] if t["drift_p"] is not None else 2.0)
             retraces = [r.get("retraces_during_timing") for r in oks]
@@ -181,4 +187,23 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
     cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
     if cells.empty:
         return cells, logs
-    return sort_rows(cells, env_order(cells)), logs
+    return sort_rows(model_estimates(cells, logs, level), env_order(cells)), logs
+
+
+def model_estimates(cells: pd.DataFrame, logs: dict, level: float) -> pd.DataFrame:
+    """Each ok cell's estimate and CI from the study's model (driver/stats/blocks.py: round-adjusted
+    mean of log medians, moderated-t interval), in place of the cell-by-cell figures."""
+    fit = blocks.fit_study(logs)
+    for i, key in zip(cells.index, zip(cells["machine"], cells["env"], cells["cell_id"])):
+        if key not in fit:
+            continue
+        est = blocks.cell_ci(fit[key], level)
+        median = est["estimate_s"]
+        cells.loc[i, ["median_s", "ci_low_s", "ci_high_s"]] = [median, est["ci_low_s"],
+                                                               est["ci_high_s"]]
+        cells.loc[i, "ci_rel_halfwidth"] = (est["ci_high_s"] - est["ci_low_s"]) / 2.0 / median
+        cells.loc[i, "ci_df"] = est["df"]
+        flops = cells.loc[i, "flops_per_step"]
+        if flops and not pd.isna(flops) and median > 0:
+            cells.loc[i, "achieved_flops"] = flops / median
+    return cells

@@ -80,7 +80,9 @@ def test_equivalence_needs_the_whole_ci_inside_the_band():
     assert v.verdict(0.97, 1.03, 0.5, min_effect=0.05) == v.EQUIVALENT
     assert v.verdict(0.94, 1.03, 0.5, min_effect=0.05) == v.INCONCLUSIVE
     assert v.verdict(0.90, 0.93, 0.001) == v.LEFT_FASTER
-    assert v.verdict(1.02, 1.04, 0.001) == v.RIGHT_FASTER  # faster AND within 5 %: a decision
+    # significant, but the CI lies inside the margin: the row is equivalent, never "faster"
+    assert v.verdict(1.02, 1.04, 0.001, min_effect=0.05) == v.EQUIVALENT
+    assert v.verdict(1.02, 1.07, 0.001, min_effect=0.05) == v.RIGHT_FASTER  # reaches beyond it
     # significant before adjustment, not after: no discovery, and too wide to be equivalent
     assert v.verdict(0.80, 0.99, 0.2) == v.INCONCLUSIVE
 

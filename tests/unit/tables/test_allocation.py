@@ -1,5 +1,8 @@
 """Allocation of extra processes (driver/tables/allocation.py) and twin cells, on synthetic cell files:
-settled comparisons get no more processes, open ones do, within the budget."""
+settled comparisons get no more processes, open ones (a decision boundary inside the CI) do,
+within the budget; comparisons too wide to settle by max_repeats get none."""
+import math
+
 import pytest
 from test_aggregate import write_processes
 
@@ -8,12 +11,13 @@ from driver.tables import allocation
 
 
 def study(tmp_path):
-    """graph vs eager in two envs: tf2.0 clearly different (settled), tf2.3 too close to call."""
+    """graph vs eager in two envs: tf2.0 clearly different (settled), tf2.3's CI straddles the
+    margin (open)."""
     root = tmp_path / "cells"
     files = [*write_processes(root, "tf2.0", 0.010, mode="graph"),
              *write_processes(root, "tf2.0", 0.020, mode="eager"),
-             *write_processes(root, "tf2.3", 0.010, spread=0.2, mode="graph"),
-             *write_processes(root, "tf2.3", 0.0104, spread=0.2, mode="eager")]
+             *write_processes(root, "tf2.3", 0.010, spread=0.05, mode="graph"),
+             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager")]
     result = tab.tabulate(files, "tf1.14", 0.1, 0.95)
     return result
 
@@ -23,6 +27,7 @@ def test_only_open_comparisons_get_processes(tmp_path):
     gve = result["graph_vs_eager"].set_index("env")
     assert gve.at["tf2.0", "verdict"] == "left_faster"
     assert gve.at["tf2.3", "verdict"] == "inconclusive"
+    assert gve.at["tf2.3", "bound_pct"] > 10  # the margin lies inside its equivalence CI
     plan = allocation.plan_next_round(result["cells"], result, result["records"], repeats=3,
                                       max_repeats=8, budget_s=1000)
     assert sorted(env for env, _ in plan["cells"]) == ["tf2.3", "tf2.3"]
@@ -43,10 +48,10 @@ def test_cells_say_why_they_got_no_more(tmp_path):
     root = tmp_path / "cells"
     files = [*write_processes(root, "tf2.0", 0.010, mode="graph"),
              *write_processes(root, "tf2.0", 0.020, mode="eager"),
-             *write_processes(root, "tf2.3", 0.010, spread=0.2, mode="graph"),
-             *write_processes(root, "tf2.3", 0.0104, spread=0.2, mode="eager")]
+             *write_processes(root, "tf2.3", 0.010, spread=0.05, mode="graph"),
+             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager")]
 
-    def why(repeats, max_repeats, budget_s):
+    def why(repeats, max_repeats, budget_s, files=files):
         cells = tab.tabulate(files, "tf1.14", 0.1, 0.95, allocation={
             "repeats": repeats, "max_repeats": max_repeats, "budget_s": budget_s})["cells"]
         return cells.set_index("env")["allocation"]
@@ -55,6 +60,21 @@ def test_cells_say_why_they_got_no_more(tmp_path):
     assert set(why(2, 3, 100).loc["tf2.3"]) == {"max_repeats"}  # 3 processes of 3
     assert set(why(3, 8, 5).loc["tf2.3"]) == {"budget"}  # a process costs 9.5 s
     assert set(why(3, 8, 0).loc["tf2.3"]) == {"off"}
+    wide = [*files[:6], *write_processes(root, "tf2.3", 0.010, spread=0.4, mode="graph"),
+            *write_processes(root, "tf2.3", 0.0104, spread=0.4, mode="eager")]
+    assert set(why(3, 8, 100, wide).loc["tf2.3"]) == {"too_wide"}
+
+
+def test_open_score_is_precision_only():
+    """Open while the equivalence CI straddles 1 +- margin; settled inside or beyond it; the
+    score is the half-width over the margin, whatever the verdict."""
+    m = 0.10
+    assert allocation.open_score(1.0, 0.02, 20, 4, m, 0.05, 8) is None  # inside: equivalent
+    assert allocation.open_score(1.5, 0.02, 20, 4, m, 0.05, 8) is None  # wholly beyond
+    near = allocation.open_score(1.08, 0.02, 20, 4, m, 0.05, 8)
+    assert near == pytest.approx(1.7247 * 0.02 / math.log(1.1), rel=1e-3)
+    assert allocation.open_score(1.0, 0.2, 20, 4, m, 0.05, 8) == -1.0  # cannot settle by 8
+    assert allocation.open_score(1.0, float("nan"), float("nan"), 1, m, 0.05, 8) == math.inf
 
 
 def test_twins_are_compared_with_their_originals_only(tmp_path):

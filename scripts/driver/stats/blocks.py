@@ -1,0 +1,161 @@
+"""The study's analysis model: log process median = cell + time block (the round), with per-cell
+variances shrunk toward the study's common variance (driver/stats/moderated.py).
+
+Why. Every round runs every cell once, so whatever the machine does over minutes (a neighbour, a
+thermal state, slow drift) moves all processes of one round together. Fitting the round as a block
+removes that shared part from every cell's spread: the paired structure of two sides that ran in the
+same rounds, used for every comparison at once. Each round's effect is estimated from all the cells
+in it (100-odd), so it costs the cells almost nothing in degrees of freedom.
+
+How.
+1. Fit the additive model y = cell + block by least squares (statsmodels OLS with cell and block
+   fixed effects). Blocks with fewer than MIN_CELLS_PER_BLOCK cells (a short extra round) are not
+   estimated: their effect is taken as 0 (the average block), so a lone process never defines its
+   own block. A block is one machine's round: machines share no rounds.
+2. Adjusted log medians y' = y - block effect (centred over the estimated blocks). Per cell: the
+   mean of y' (the estimate) and the residual variance s^2 with d = (k - 1) * shrink degrees of
+   freedom, where shrink spreads the block parameters' degrees of freedom over the cells.
+3. Shrink the variances (moderated.squeeze_var); the cell's CI and every comparison use the
+   posterior variance with d0 + d degrees of freedom (moderated.compare).
+"""
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from driver.stats import moderated
+
+# A round with fewer cells than this gets no block effect of its own (see the module's docstring).
+MIN_CELLS_PER_BLOCK = 10
+
+
+def components(part: pd.DataFrame) -> np.ndarray:
+    """Connected components of the cells-and-blocks graph (a process joins its cell and its block):
+    blocks of different components share no cell, so their relative level cannot be told from the
+    cells' (two machines; the even and the odd rounds of split halves)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    cell_codes = pd.factorize(part["cell"].map(str))[0]
+    block_codes = pd.factorize(part["block"])[0]
+    n_cells = int(cell_codes.max()) + 1
+    n = n_cells + int(block_codes.max()) + 1
+    graph = coo_matrix((np.ones(len(part)), (cell_codes, n_cells + block_codes)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    return labels[cell_codes]
+
+
+def block_effects(frame: pd.DataFrame) -> pd.Series:
+    """Block effects (index: block) of y = cell + block, fitted by OLS on the processes of the
+    blocks with at least MIN_CELLS_PER_BLOCK cells (a frame with columns cell, block, y), centred
+    to mean 0 over the blocks of each connected component (see `components`); 0 for the other
+    blocks and where a component has fewer than two blocks."""
+    blocks = frame.groupby("block")["cell"].nunique()
+    fit_blocks = sorted(blocks[blocks >= MIN_CELLS_PER_BLOCK].index)
+    effects = pd.Series(0.0, index=sorted(blocks.index))
+    part = frame[frame["block"].isin(fit_blocks)]
+    if part.empty:
+        return effects
+    for _, comp in part.groupby(components(part)):
+        comp_blocks = sorted(comp["block"].unique())
+        if len(comp_blocks) >= 2:
+            effects.loc[comp_blocks] = _fit_component(comp, comp_blocks)
+    return effects
+
+
+def _fit_component(part: pd.DataFrame, fit_blocks: list) -> np.ndarray:
+    import statsmodels.api as sm
+
+    # Frisch-Waugh-Lovell: the block coefficients of y ~ cell + block are those of the
+    # within-cell-demeaned y on the within-cell-demeaned block dummies (a small regression)
+    dummies = pd.DataFrame({b: (part["block"] == b).to_numpy(dtype=float)
+                            for b in fit_blocks[1:]}, index=part.index)
+    cells = part["cell"].map(str)
+    X = dummies - dummies.groupby(cells).transform("mean")
+    y = part["y"] - part["y"].groupby(cells).transform("mean")
+    fit = sm.OLS(y.to_numpy(dtype=float), X.to_numpy(dtype=float)).fit()
+    raw = np.concatenate([[0.0], np.asarray(fit.params)])
+    return raw - raw.mean()
+
+
+def process_frame(logs: Mapping) -> pd.DataFrame:
+    """A long frame (cell, block, block_name, y) from {cell key: pd.Series of log medians indexed
+    by time block (any hashable: a round, or (machine, round))}, or plain arrays (then the
+    position is the block). `block` is an integer code of block_name."""
+    rows = []
+    for key, values in logs.items():
+        series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values))
+        for block, y in zip(series.index, series.to_numpy(dtype=float)):
+            rows.append((key, str(block), float(y)))
+    frame = pd.DataFrame(rows, columns=["cell", "block_name", "y"])
+    frame["block"] = pd.factorize(frame["block_name"], sort=True)[0]
+    return frame
+
+
+def fit_study(logs: Mapping, blocked: bool = True) -> dict:
+    """The model over the whole study: {cell key: {"n", "mean", "s2", "df", "s2_post", "df_post"}},
+    plus "_prior": {"d0", "s02", "block_effects", "blocked"}. blocked=False leaves the blocks out
+    (every process independent)."""
+    frame = process_frame(logs)
+    out: dict = {}
+    if frame.empty:
+        out["_prior"] = {"d0": math.nan, "s02": math.nan, "block_effects": {}, "blocked": False}
+        return out
+    effects = block_effects(frame) if blocked else pd.Series(0.0, index=[])
+    # block parameters the fit spent: one less than the blocks fitted, in every component
+    part = frame[frame["block"].isin(effects.index[effects != 0])]
+    fitted = sum(max(comp["block"].nunique() - 1, 0)
+                 for _, comp in part.groupby(components(part))) if len(part) else 0
+    frame["adj"] = frame["y"] - frame["block"].map(effects).fillna(0.0).to_numpy()
+    n_total, n_cells = len(frame), frame["cell"].nunique()
+    shrink = 1.0
+    if fitted and n_total > n_cells:
+        shrink = max(0.0, (n_total - n_cells - fitted) / (n_total - n_cells))
+    keys, s2, df = [], [], []
+    for key, part in frame.groupby("cell", sort=False):
+        k = len(part)
+        mean = float(part["adj"].mean())
+        var = float(part["adj"].var(ddof=1)) if k >= 2 else math.nan
+        out[key] = {"n": k, "mean": mean, "s2": var, "df": (k - 1) * shrink}
+        keys.append(key)
+        s2.append(var)
+        df.append((k - 1) * shrink)
+    sq = moderated.squeeze_var(s2, df)
+    for key, post, dpost in zip(keys, sq["s2_post"], sq["df_post"]):
+        out[key].update(s2_post=float(post), df_post=float(dpost))
+    out["_prior"] = {"d0": sq["d0"], "s02": sq["s02"], "blocked": bool(fitted),
+                     "block_effects": {name: float(effects.get(code, 0.0)) for code, name in
+                                       frame.drop_duplicates("block")[["block", "block_name"]]
+                                       .itertuples(index=False)}}
+    return out
+
+
+def cell_ci(fit: Mapping, level: float = 0.95) -> dict:
+    """{"estimate_s", "ci_low_s", "ci_high_s", "se_log", "df"} of one cell of fit_study: the
+    block-adjusted mean with a moderated-t interval (NaN with one process)."""
+    n, mean = fit["n"], fit["mean"]
+    out = {"estimate_s": math.exp(mean), "ci_low_s": math.nan, "ci_high_s": math.nan,
+           "se_log": math.nan, "df": math.nan}
+    if n < 2 or not math.isfinite(fit["s2_post"]):
+        return out
+    se = math.sqrt(fit["s2_post"] / n)
+    df = fit["df_post"]
+    half = moderated.t_quantile(0.5 + level / 2, df) * se
+    out.update(ci_low_s=math.exp(mean - half), ci_high_s=math.exp(mean + half), se_log=se,
+               df=float(df))
+    return out
+
+
+def compare_cells(fit: Mapping, left, right, level: float = 0.95, margin: float = 0.10,
+                  alpha_equivalence: float = 0.05) -> dict:
+    """moderated.compare of two cells of fit_study (keys left, right)."""
+    a, b = fit[left], fit[right]
+    return moderated.compare(a["mean"], a["s2_post"], a["df_post"], a["n"], b["mean"],
+                             b["s2_post"], b["df_post"], b["n"], level=level, margin=margin,
+                             alpha_equivalence=alpha_equivalence)
+
+
+def critical_t(level: float, df: float) -> float:
+    return float(sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df))

@@ -1,0 +1,134 @@
+"""Trust figures that can fail: is the study's uncertainty the uncertainty of a rerun?
+
+Each figure is a rate with a Clopper-Pearson interval beside its nominal value, so that a method
+wrong by a stated amount fails it (tests/unit/stats/test_calibration.py plants the errors):
+
+- A/A (selfbench): the share of same-cell pairs with p <= the study's own per-test threshold
+  (never Benjamini-Hochberg over a family of null pairs alone: that is about 0 by construction),
+  the share of their CIs that cover a ratio of 1, and a Kolmogorov-Smirnov test that their p-values
+  are uniform.
+- Cross-run (compare-runs): for every matched cell or comparison
+  t = (log m_A - log m_B) / sqrt(se_A^2 + se_B^2), with Satterthwaite (Welch) degrees of freedom
+  from each side's own; the share beyond the critical value (nominal 1 - level), equivalently the
+  share of run B's estimates outside run A's prediction interval; and tau^2, the run-level variance
+  the CIs leave out (method of moments: mean(d^2 - se_A^2 - se_B^2) / 2, floored at 0). For
+  cells the whole run's shift (the median difference) is taken out first and reported apart.
+- Agreement of verdicts split by effect size, beside what the model expects (a parametric bootstrap
+  of two runs from the estimates and their standard errors, verdicts as the study makes them).
+"""
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from driver.stats import moderated, verdicts
+
+# |log ratio| bands of the agreement figure: < 5 %, 5-20 %, > 20 %
+BANDS = ((0.0, math.log(1.05), "<5%"), (math.log(1.05), math.log(1.20), "5-20%"),
+         (math.log(1.20), math.inf, ">20%"))
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial CI of k successes in n trials (scipy's binomtest)."""
+    if n == 0:
+        return math.nan, math.nan
+    ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def rate(k: int, n: int, nominal: float, level: float = 0.95) -> dict:
+    """{"k", "n", "rate", "ci_low", "ci_high", "nominal", "ok"}: ok when the CI holds the nominal
+    value (the figure fails when the data show the rate differs from it)."""
+    lo, hi = clopper_pearson(k, n, level)
+    return {"k": int(k), "n": int(n), "rate": k / n if n else math.nan, "ci_low": lo,
+            "ci_high": hi, "nominal": nominal, "ok": bool(n and lo <= nominal <= hi)}
+
+
+def aa_figures(p: Sequence[float], ci_low: Sequence[float], ci_high: Sequence[float],
+               threshold: float, level: float = 0.95) -> dict:
+    """The A/A figures of same-cell pairs: rate at the per-test threshold (nominal: the threshold),
+    coverage of 1 by their CIs at `level` (nominal: level), KS test of p-value uniformity."""
+    p = np.asarray(p, dtype=float)
+    lo, hi = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
+    have = ~np.isnan(p)
+    cover = (lo[have] <= 1.0) & (1.0 <= hi[have])
+    ks = sps.kstest(p[have], "uniform") if have.sum() >= 2 else None
+    return {"threshold": threshold,
+            "aa_rate": rate(int((p[have] <= threshold).sum()), int(have.sum()), threshold),
+            "coverage": rate(int(cover.sum()), int(have.sum()), level),
+            "ks_p": float(ks.pvalue) if ks else math.nan,
+            "ks_ok": bool(ks and ks.pvalue > 0.05)}
+
+
+def cross_run(est_a, se_a, df_a, est_b, se_b, df_b, level: float = 0.95,
+              centre: bool = False) -> dict:
+    """Cross-run calibration of matched estimates (logs; standard errors and df of each run).
+    {"t", "df", "beyond" (rate), "pi_coverage" (rate), "tau2", "tau", "shift"}.
+
+    centre: take out the whole run's shift first (the median difference; `shift` is exp of it),
+    for cells: a machine a little faster on one day moves every cell alike, which no cell's CI
+    claims to cover and no comparison within a run sees (it cancels in every ratio). The shift is
+    reported; the figures then measure what each cell's CI should cover."""
+    est_a, est_b = np.asarray(est_a, float), np.asarray(est_b, float)
+    se_a, se_b = np.asarray(se_a, float), np.asarray(se_b, float)
+    df_a, df_b = np.asarray(df_a, float), np.asarray(df_b, float)
+    ok = np.isfinite(est_a) & np.isfinite(est_b) & (se_a > 0) & (se_b > 0)
+    d = est_a[ok] - est_b[ok]
+    shift = float(np.median(d)) if (centre and d.size) else 0.0
+    d = d - shift
+    va, vb = se_a[ok] ** 2, se_b[ok] ** 2
+    se = np.sqrt(va + vb)
+    t = d / se
+    df = np.array([moderated.welch_df(x, dx, y, dy) for x, dx, y, dy in
+                   zip(va, df_a[ok], vb, df_b[ok])])
+    crit = np.array([moderated.t_quantile(0.5 + level / 2, x) for x in df])
+    beyond = int((np.abs(t) > crit).sum())
+    n = int(ok.sum())
+    tau2 = max(0.0, float(np.mean(d ** 2 - va - vb)) / 2) if n else math.nan
+    return {"t": t, "df": df, "beyond": rate(beyond, n, 1 - level),
+            "pi_coverage": rate(n - beyond, n, level), "tau2": tau2,
+            "tau": math.sqrt(tau2) if n else math.nan, "shift": math.exp(shift)}
+
+
+def band(log_ratio: float) -> str:
+    x = abs(log_ratio)
+    return next(name for lo, hi, name in BANDS if lo <= x < hi)
+
+
+def _verdicts(log_ratio, se, df, level, q, margin, alpha_eq) -> np.ndarray:
+    crit = np.array([moderated.t_quantile(0.5 + level / 2, x) for x in df])
+    p = 2 * np.array([moderated.t_sf(abs(a) / s, x) for a, s, x in zip(log_ratio, se, df)])
+    m = math.log1p(margin)
+    p_eq = np.maximum([moderated.t_sf((a + m) / s, x) for a, s, x in zip(log_ratio, se, df)],
+                      [moderated.t_sf((m - a) / s, x) for a, s, x in zip(log_ratio, se, df)])
+    frame = pd.DataFrame({"ratio_ci_low": np.exp(log_ratio - crit * se),
+                          "ratio_ci_high": np.exp(log_ratio + crit * se), "p": p,
+                          "p_equivalent": p_eq})
+    return verdicts.decide(frame, q=q, min_effect=margin,
+                           alpha_equivalence=alpha_eq)["verdict"].to_numpy()
+
+
+def expected_agreement(log_ratio, se_a, df_a, se_b, df_b, level: float = 0.95, q: float = 0.05,
+                       margin: float = 0.10, alpha_eq: float = 0.05, draws: int = 200,
+                       seed: int = 0) -> pd.DataFrame:
+    """Parametric bootstrap of verdict agreement for a perfectly calibrated method: truth = the
+    given log ratios; each run draws its estimate with its own se (t-distributed with its df) and
+    decides as the study does. Per band: mean and sd of the agreement over the draws."""
+    rng = np.random.default_rng(seed)
+    lr = np.asarray(log_ratio, float)
+    bands = np.array([band(x) for x in lr])
+    out = {name: [] for _, _, name in BANDS}
+    for _ in range(draws):
+        va = lr + np.asarray(se_a) * rng.standard_t(np.minimum(df_a, 1e6))
+        vb = lr + np.asarray(se_b) * rng.standard_t(np.minimum(df_b, 1e6))
+        agree = (_verdicts(va, np.asarray(se_a), np.asarray(df_a), level, q, margin, alpha_eq)
+                 == _verdicts(vb, np.asarray(se_b), np.asarray(df_b), level, q, margin,
+                              alpha_eq))
+        for name in out:
+            if (bands == name).any():
+                out[name].append(float(agree[bands == name].mean()))
+    return pd.DataFrame([{"band": name, "expected": np.mean(v) if v else math.nan,
+                          "expected_sd": np.std(v) if v else math.nan}
+                         for name, v in out.items()])

@@ -1,0 +1,180 @@
+"""Trust figures that can fail (driver/stats/calibration.py, scripts/compare_runs.py,
+scripts/selfbench.py): planted miscalibration is flagged, a calibrated method passes at about the
+nominal rate, and compare-runs lines up two studies that differ in their envs."""
+import math
+import shutil
+from pathlib import Path
+
+import compare_runs
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from driver.stats import blocks, calibration, moderated, verdicts
+
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
+
+
+def simulated_run(rng, mu, tau, sd=0.05, k=4, round_sd=0.02):
+    """One run of the study's design: k rounds over every cell, a cell x run offset of sd tau
+    (what the CIs leave out), analysed by the study's model. -> {cell: (mean, se, df)}."""
+    offsets = rng.normal(0, tau, mu.size)
+    sds = sd * np.exp(rng.normal(0, 0.3, mu.size))
+    rounds = rng.normal(0, round_sd, k)
+    logs = {i: pd.Series(mu[i] + offsets[i] + rounds + rng.normal(0, sds[i], k),
+                         index=[f"m#{r}" for r in range(k)]) for i in range(mu.size)}
+    fit = blocks.fit_study(logs)
+    return {i: (fit[i]["mean"], math.sqrt(fit[i]["s2_post"] / k), fit[i]["df_post"])
+            for i in range(mu.size)}
+
+
+def cross(rng, tau, cells=120):
+    mu = rng.normal(-4, 1, cells)
+    a, b = simulated_run(rng, mu, tau), simulated_run(rng, mu, tau)
+    cols = [np.array([run[i][j] for i in range(cells)]) for run in (a, b) for j in range(3)]
+    return calibration.cross_run(*cols, centre=True)
+
+
+def test_a_run_level_offset_of_003_is_flagged():
+    rng = np.random.default_rng(41)
+    results = [cross(rng, 0.03) for _ in range(10)]
+    assert all(not r["beyond"]["ok"] and r["beyond"]["ci_low"] > 0.05 for r in results)
+    assert np.median([r["tau"] for r in results]) == pytest.approx(0.03, abs=0.01)
+    assert all(not r["pi_coverage"]["ok"] for r in results)
+
+
+def test_a_calibrated_pair_passes_at_about_the_nominal_rate():
+    rng = np.random.default_rng(42)
+    results = [cross(rng, 0.0) for _ in range(20)]
+    rates = [r["beyond"]["rate"] for r in results]
+    assert 0.03 <= float(np.mean(rates)) <= 0.07
+    assert sum(r["beyond"]["ok"] for r in results) >= 16  # the CI holds 5 % about 95 % of runs
+    assert np.median([r["tau"] for r in results]) < 0.02  # the planted case: about 0.03
+
+
+def aa_pairs(rng, tau, cells=126, k=4, sd=0.045):
+    """A/A pairs as selfbench --from-runs makes them: each cell in two runs, with a cell x run
+    offset of sd tau that the method does not model (tau > 0: an inflated A/A rate)."""
+    rows = []
+    for _ in range(cells):
+        a = rng.normal(rng.normal(0, tau), sd, k)
+        b = rng.normal(rng.normal(0, tau), sd, k)
+        rows.append(moderated.compare(a.mean(), a.var(ddof=1), k - 1, k, b.mean(),
+                                      b.var(ddof=1), k - 1, k))
+    return pd.DataFrame(rows)
+
+
+def test_selfbench_figure_fails_an_inflated_aa_rate():
+    """The audit's case: a cross-run A/A rate of about 17 % (tau 0.03). The old figure (BH over the
+    A/A family alone) reads about 0 and passes; the rate at the study's threshold fails."""
+    rng = np.random.default_rng(43)
+    failed = old_passed = 0
+    for _ in range(10):
+        pairs = aa_pairs(rng, 0.03)
+        fig = calibration.aa_figures(pairs["p"], pairs["ratio_ci_low"], pairs["ratio_ci_high"],
+                                     threshold=0.034)
+        failed += not fig["aa_rate"]["ok"]
+        old = verdicts.decide(pairs)["verdict"].isin([verdicts.LEFT_FASTER,
+                                                      verdicts.RIGHT_FASTER]).mean()
+        old_passed += old <= 0.05
+    assert failed >= 9 and old_passed >= 9
+
+
+def test_selfbench_figures_pass_a_calibrated_method():
+    rng = np.random.default_rng(44)
+    ok = cover_ok = ks_ok = 0
+    for _ in range(10):
+        pairs = aa_pairs(rng, 0.0)
+        fig = calibration.aa_figures(pairs["p"], pairs["ratio_ci_low"], pairs["ratio_ci_high"],
+                                     threshold=0.034)
+        ok += fig["aa_rate"]["ok"]
+        cover_ok += fig["coverage"]["ok"]
+        ks_ok += fig["ks_ok"]
+    assert ok >= 8 and cover_ok >= 8 and ks_ok >= 8
+
+
+def test_ks_figure_fails_non_uniform_p_values():
+    rng = np.random.default_rng(45)
+    pairs = aa_pairs(rng, 0.045)
+    fig = calibration.aa_figures(pairs["p"], pairs["ratio_ci_low"], pairs["ratio_ci_high"], 0.05)
+    assert not fig["ks_ok"] and not fig["coverage"]["ok"]
+
+
+def test_clopper_pearson_matches_the_beta_quantiles():
+    lo, hi = calibration.clopper_pearson(8, 122)
+    assert lo == pytest.approx(sps.beta.ppf(0.025, 8, 115))
+    assert hi == pytest.approx(sps.beta.ppf(0.975, 9, 114))
+    assert calibration.clopper_pearson(0, 4)[1] == pytest.approx(1 - 0.025 ** 0.25)
+
+
+def test_expected_agreement_by_band():
+    lr = np.array([0.0] * 30 + [0.1] * 30 + [0.7] * 30)
+    se = np.full(lr.size, 0.03)
+    df = np.full(lr.size, 10.0)
+    exp = calibration.expected_agreement(lr, se, df, se, df, draws=50).set_index("band")
+    assert exp.at[">20%", "expected"] == pytest.approx(1.0)
+    assert exp.at["5-20%", "expected"] < 1.0
+
+
+def _write_run(folder: Path, rng, envs, shift=0.0):
+    folder.mkdir(parents=True)
+    cells, rows = [], []
+    for env in envs:
+        for i in range(6):
+            m = 0.01 * (1 + i) * math.exp(shift + rng.normal(0, 0.005))
+            cells.append({"env": env, "cell_id": f"c{i}", "status": "ok", "median_s": m,
+                          "ci_low_s": m * 0.96, "ci_high_s": m * 1.04, "ci_level": 0.95,
+                          "ci_df": 12.0, "n_repeats": 4})
+        for i in range(3):
+            r = [0.5, 1.0, 1.08][i] * math.exp(rng.normal(0, 0.02))
+            rows.append({"env": env, "left_cell_id": f"c{2 * i}", "right_cell_id": f"c{2 * i + 1}",
+                         "ratio": r, "ratio_ci_low": r / 1.06, "ratio_ci_high": r * 1.06,
+                         "se_log": math.log(1.06) / 2.06, "df": 20.0, "n_left": 4, "n_right": 4,
+                         "verdict": "left_faster" if r < 0.9 else "inconclusive"})
+    pd.DataFrame(cells).to_csv(folder / "cells.csv", index=False)
+    pd.DataFrame(rows).to_csv(folder / "graph_vs_eager.csv", index=False)
+    return folder
+
+
+def test_compare_runs_lines_up_studies_with_different_envs(tmp_path):
+    rng = np.random.default_rng(46)
+    a = _write_run(tmp_path / "a", rng, ["tf2.0", "tf2.3"])
+    b = _write_run(tmp_path / "b", rng, ["tf2.0", "tf2.3", "tf2.21"])
+    out = compare_runs.compare_runs(a, b, draws=20)
+    assert out["envs_only_in_b"] == ["tf2.21"] and out["envs_only_in_a"] == []
+    assert out["cells_matched"] == 12 and out["cells_only_in_b"] == 6
+    assert out["comparisons_matched"] == 6 and out["only_in_b"] == 3
+    assert out["cells_calibration"]["beyond"]["n"] == 12
+    bands = {r["band"]: r for r in out["agreement_by_effect"]}
+    assert bands[">20%"]["rows"] == 2 and bands["5-20%"]["rows"] == 2
+
+
+def test_compare_runs_separates_the_run_shift(tmp_path):
+    """Run B 10 % slower everywhere: the cells' figure reports the shift and measures the rest;
+    one cell moved by 30 % on its own is beyond its combined CI."""
+    rng = np.random.default_rng(47)
+    a = _write_run(tmp_path / "a", rng, ["tf2.0", "tf2.3"])
+    b = _write_run(tmp_path / "b", rng, ["tf2.0", "tf2.3"], shift=math.log(1.1))
+    out = compare_runs.compare_runs(a, b, draws=20)
+    # the whole run's shift is taken out of the cells' figure and reported apart
+    assert out["cells_calibration"]["shift"] == pytest.approx(1 / 1.1, rel=0.02)
+    assert out["cells_calibration"]["beyond"]["ok"]
+    cells = pd.read_csv(b / "cells.csv")
+    for col in ("median_s", "ci_low_s", "ci_high_s"):
+        cells.loc[0, col] *= 1.3
+    cells.to_csv(b / "cells.csv", index=False)
+    out = compare_runs.compare_runs(a, b, draws=20)
+    assert [(r["env"], r["cell_id"]) for r in out["moved_cells"]] == [("tf2.0", "c0")]
+
+
+def test_compare_runs_on_the_real_table_format(tmp_path):
+    """The golden tables (real files of a quick run) against a copy that lacks an env."""
+    b = tmp_path / "b"
+    shutil.copytree(GOLDEN, b)
+    cells = pd.read_csv(b / "cells.csv")
+    dropped = sorted(set(cells["env"]))[-1]
+    cells[cells["env"] != dropped].to_csv(b / "cells.csv", index=False)
+    out = compare_runs.compare_runs(GOLDEN, b, draws=10)
+    assert out["envs_only_in_a"] == [dropped]
+    assert out["comparisons_matched"] > 0
