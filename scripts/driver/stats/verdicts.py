@@ -10,16 +10,18 @@ Jones (2013) recommend: repeat at the level where the variance is.
 How.
 - Per process: the log of its median step time (logs, because effects on run time are ratios and
   the spread between processes is roughly proportional to the time).
-- Per cell (k processes): the estimate is exp(mean of the log medians), with a Student-t interval
-  from the k log medians; the between-process spread is their standard deviation (about the
-  relative spread), the within-process spread the median of each process's own CI half-width.
-- Per comparison: the ratio of two cell estimates with Welch's t interval on the difference of
-  mean log medians (unequal spreads and process counts), and Welch's p-value.
+- Per cell (k processes): the estimate is exp(mean of the log medians). The study-level model
+  (driver/stats/blocks.py: log median = cell + round, per-cell variances shrunk toward the common
+  one by empirical Bayes, driver/stats/moderated.py) gives the interval the tables report;
+  `cell_estimate` and `welch` here are the plain per-cell forms it reduces to without shrinkage.
+- Per comparison: the ratio of two cell estimates with its interval and p-value on the log scale.
 - Over the study: Benjamini-Hochberg on all comparisons' p-values (scipy's
-  false_discovery_control), so that at most a share q of the "faster"/"slower" verdicts are false.
-- Four verdicts: left faster / right faster (BH-adjusted p <= q and the CI excludes 1),
-  equivalent (the whole CI inside 1 +- min_effect, e.g. "TF 2 graph is as fast as TF 1 graph"
-  within 5 %), inconclusive (neither: more processes would tell).
+  false_discovery_control); `bh_threshold` states the per-test threshold that implies.
+- Four verdicts (`verdict`): equivalent first, by TOST (the (1 - 2 alpha_equivalence) interval
+  inside 1 +- min_effect, symmetric in log), so a row the data show inside the margin is never
+  called faster; then left/right faster (BH-adjusted p <= q and the interval excludes 1); else
+  inconclusive, which every row qualifies with its bound (bound_pct: the two sides differ by at
+  most that much).
 """
 import math
 from collections.abc import Sequence
