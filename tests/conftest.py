@@ -25,3 +25,11 @@ def quick_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("quick")
     proc = snakemake(work, REPO / "tests" / "quick.yaml", "--cores", "2", check=True)
     return work, proc
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory):
+    """The report of the synthetic study (tests/support/report_study.py), rendered once."""
+    from report_study import render_synthetic
+
+    return render_synthetic(tmp_path_factory.mktemp("study"))

@@ -88,8 +88,10 @@ def why_not(env, cell):
                               version_tuple(env["framework_version"] or "0") < (2, 0)):
         return "seed 001's dense net is a TF 2 case"
     backend = backends.find(cell, env["framework"])
-    if backend is None:
-        return backends.model_cell_why_not(env, cell) or "framework %s has no cells" % env["framework"]
+    if backend is None or getattr(backend, "BUILDS_MODEL", False):
+        reason = backends.model_cell_why_not(env, cell)
+        if reason or backend is None:
+            return reason or "framework %s has no cells" % env["framework"]
     return backend.why_not(env, cell)
 
 

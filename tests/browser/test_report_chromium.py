@@ -11,18 +11,8 @@ import pytest
 from browser import needs_chromium
 from report_study import (
     REPO,
-    render_synthetic,
+    SECTION_IDS,
 )
-
-from driver.report import render as report
-
-SECTION_IDS = [s for s, _ in report.SECTIONS]
-
-
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    return render_synthetic(tmp_path_factory.mktemp("study"))
-
 
 
 @needs_chromium

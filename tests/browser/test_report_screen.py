@@ -18,7 +18,7 @@ import browser
 import pandas as pd
 import pytest
 from browser import needs_chromium
-from report_study import REPO, aggregate, synthetic_study
+from report_study import REPO, SECTION_IDS, aggregate, synthetic_study
 
 from driver.report import (
     answer,  # noqa: E402
@@ -27,8 +27,6 @@ from driver.report import (
 )
 from driver.report import render as report
 from driver.report import source_claims as seedcheck  # noqa: E402
-
-SECTION_IDS = [s for s, _ in report.SECTIONS]
 
 SHOTS = REPO / "build" / "report-test"
 FIXTURE_CELLS = REPO / "tests" / "fixtures" / "cells"

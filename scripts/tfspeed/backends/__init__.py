@@ -4,7 +4,9 @@ can run.
 A backend module declares
     FRAMEWORKS            the catalogue names it serves (tfspeed/frameworks.py)
     claims(cell)          whether a cell of those frameworks is its own (the micro-cases claim
-                          theirs by api, Keras 3 on JAX/torch by its flavour)
+                          theirs by api, Keras 3 on JAX/torch by its flavour); without it, all
+    BUILDS_MODEL          True for a backend that builds a model (not a micro-case): the cell
+                          must first pass model_cell_why_not
     why_not(env, cell)    None if it can run the cell in this env (envspec facts), else a reason:
                           its own constraints, after the generic ones of tfspeed/cells.py
     prepare(cell, rule)   -> Prepared, in the cell's process (the framework is imported there)
@@ -44,7 +46,7 @@ def find(cell, framework):
     """The backend module that runs a cell of this framework, or None."""
     for name in BACKENDS:
         mod = importlib.import_module("." + name, __name__)
-        if framework in mod.FRAMEWORKS and mod.claims(cell):
+        if framework in mod.FRAMEWORKS and (not hasattr(mod, "claims") or mod.claims(cell)):
             return mod
     return None
 

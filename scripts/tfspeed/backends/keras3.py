@@ -2,7 +2,7 @@
 keras is imported). `eager` is Keras 3's default (compiled train steps); `run_eagerly` runs every step
 in Python. Inference: `model(x, training=False)` (call, eager only), predict, predict_on_batch."""
 from ..timing import clock
-from . import Prepared, Unsupported, kerasnet, model_cell_why_not
+from . import Prepared, Unsupported, kerasnet
 
 
 def prepare(cell, rule):
@@ -38,6 +38,7 @@ def prepare(cell, rule):
 
 # Which cells this backend runs (tfspeed/backends/__init__.py): Keras 3 on the jax or torch backend.
 FRAMEWORKS = ("jax", "torch")
+BUILDS_MODEL = True
 
 
 def claims(cell):
@@ -45,9 +46,6 @@ def claims(cell):
 
 
 def why_not(env, cell):
-    reason = model_cell_why_not(env, cell)
-    if reason:
-        return reason
     api, mode = cell["api"], cell["mode"]
     if cell["input"] == "tfdata":
         return "no TensorFlow in this env"

@@ -14,7 +14,7 @@ from .. import machine
 from ..models import INFER_APIS
 from ..timing import clock
 from ..versions import version_tuple
-from . import Prepared, Unsupported, kerasnet, model_cell_why_not
+from . import Prepared, Unsupported, kerasnet
 
 
 def setup(cell):
@@ -265,16 +265,10 @@ def custom_loop(tf, K, net, opt, model, mode, x, y, dataset):
 # Which cells this backend runs (tfspeed/backends/__init__.py): TensorFlow's model cells, with
 # every Keras flavour it carries.
 FRAMEWORKS = ("tensorflow",)
-
-
-def claims(cell):
-    return True
+BUILDS_MODEL = True
 
 
 def why_not(env, cell):
-    reason = model_cell_why_not(env, cell)
-    if reason:
-        return reason
     keras, mode, api, inp = cell["keras"], cell["mode"], cell["api"], cell["input"]
     tfv = version_tuple(env["framework_version"] or "0")
     if api == "call":

@@ -7,7 +7,7 @@ Inference: `model(x)` in eval mode under torch.no_grad() (api `call`) or torch.i
 from .. import machine
 from ..models import INFER_APIS, TRAINING
 from ..timing import clock
-from . import Prepared, Unsupported, model_cell_why_not
+from . import Prepared, Unsupported
 from .kerasnet import make_data
 from .torchnet import build
 
@@ -101,16 +101,10 @@ def inference_step(torch, net, mode, api, x):
 
 # Which cells this backend runs (tfspeed/backends/__init__.py): PyTorch's own model cells.
 FRAMEWORKS = ("torch",)
-
-
-def claims(cell):
-    return True
+BUILDS_MODEL = True
 
 
 def why_not(env, cell):
-    reason = model_cell_why_not(env, cell)
-    if reason:
-        return reason
     api = cell["api"]
     if api in ("predict", "predict_on_batch"):
         return "PyTorch has no predict: model(x) under no_grad (call) or inference_mode"

@@ -23,9 +23,9 @@ import publish
 import pytest
 from report_study import (
     REPO,
+    SECTION_IDS,
     TEMPLATE,
     XSS,
-    render_synthetic,
     synthetic_study,
 )
 
@@ -33,14 +33,6 @@ from driver.report import claims as report_claims
 from driver.report import figures
 from driver.report import render as report
 from driver.tables import ordering
-
-SECTION_IDS = [s for s, _ in report.SECTIONS]
-
-
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    return render_synthetic(tmp_path_factory.mktemp("study"))
-
 
 
 def test_render_escapes_untrusted_text(rendered):
