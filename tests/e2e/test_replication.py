@@ -12,7 +12,7 @@ pytestmark = pytest.mark.e2e
 def test_rounds_twins_and_an_extra_round(tmp_path):
     config = quick_config(
         envs=["tf2.21"], reference_env="tf2.21", repeats=2, twins=1,
-        allocation={"max_repeats": 3, "budget_s": 600},
+        allocation={"max_repeats": 3, "budget_s": 600}, time_budget_min=None,  # the fixed budget
         grids=[{"name": "two", "envs": ["tf2.21"], "pairs": [["small", "small"]],
                 "keras": ["keras3"], "modes": ["eager"], "apis": ["train_on_batch", "fit"],
                 "inputs": ["numpy"], "devices": ["cpu"]}])
