@@ -47,7 +47,7 @@ class ReportData:
 
     @cached_property
     def min_effect(self) -> float:
-        value = num((self.config or {}).get("min_effect", 0.05))
+        value = num((self.config or {}).get("min_effect", 0.10))
         return 0.05 if math.isnan(value) else value
 
     @cached_property

@@ -76,7 +76,7 @@ def method_view(config: Mapping, selfbench_path) -> dict:
         "memory": text(config.get("cell_memory_mb"), "?"),
         "reference_env": text(config.get("reference_env"), "?"),
         "q": num(config.get("fdr_q", 0.05)),
-        "min_effect": num(config.get("min_effect", 0.05)),
+        "min_effect": num(config.get("min_effect", 0.10)),
         "selfbench": read_selfbench(selfbench_path),
         "selfbench_path": str(selfbench_path or "results/selfbench.json"),
         "config_json": json.dumps(config, indent=2, sort_keys=True, default=str),
