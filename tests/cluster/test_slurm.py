@@ -86,9 +86,11 @@ def slurm_job_logs(workdir, lines=40):
 
 
 def results(workdir):
-    """Every file under results/, relative to it."""
+    """Every file under results/, relative to it; the probe's folder is named by the time it ran
+    (machines/<key>/probes/<UTC stamp>/), so that name reads <stamp>."""
     root = workdir / "results"
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return sorted(re.sub(r"/probes/\d{8}T\d{6}Z/", "/probes/<stamp>/", str(p.relative_to(root)))
+                  for p in root.rglob("*") if p.is_file())
 
 
 def cell_files(workdir):
@@ -137,9 +139,18 @@ def test_quick_preset_on_slurm_matches_local_run(cluster, study_config, tmp_path
 
     # Same results: the same files (cells, env manifests, round marker, tables, workbook, report).
     local_files, slurm_files = results(local_dir), results(slurm_dir)
-    assert slurm_files == local_files, diagnostics
+    only = {"local run only": sorted(set(local_files) - set(slurm_files)),
+            "SLURM run only": sorted(set(slurm_files) - set(local_files))}
+    assert slurm_files == local_files, "%r\n%s" % (only, diagnostics)
     for target in ("tables/cells.csv", "study.xlsx", "report.html"):
         assert target in slurm_files
+
+    # The probe ran as the cells do (a whole node, their memory): its cells are ok, and it recorded
+    # the machine's reference.
+    probe = json.loads(next((slurm_dir / "results" / "machines").glob("*/probe.latest.json"))
+                       .read_text())
+    assert probe["verdict"] != "stop" and not probe["failed"], probe
+    assert any(f.endswith("/probe.json") for f in slurm_files), slurm_files
 
     local_cells, slurm_cells = cell_files(local_dir), cell_files(slurm_dir)
     assert len(slurm_cells) >= 3 and set(slurm_cells) == set(local_cells)
