@@ -8,7 +8,6 @@ import re
 import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
-from tfspeed.cells import task
 
 TASK_TEXT = {"train": "Training", "infer": "Inference"}
 
@@ -91,7 +90,10 @@ def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None) -> list[dic
     df = guidance[col(guidance, "api").map(text) != "matmul"].copy()
     df["_list"] = col(df, "list", "").map(lambda v: re.sub(r"[^A-Z]", "", text(v).upper()))
     df["_ratio"] = ncol(df, "ratio_to_fastest")
-    df["_task"] = [text(t) or task(text(a)) for t, a in zip(col(df, "task"), col(df, "api"))]
+    if "task" not in df.columns:
+        raise ValueError("the guidance table has no task column (train, infer or micro): "
+                         "rebuild the tables (driver/tables/summaries.py: guidance_table)")
+    df["_task"] = df["task"].map(text)
     measured = _measured(cells)
     out = []
     keys = ["machine", "model", "data", "_task"]

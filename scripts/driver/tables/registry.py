@@ -150,10 +150,11 @@ REGISTRY = [
           "none. See docs/releases.md.",
           build="driver.tables.releases:changepoints_table"),
     Table("guidance", "DO and DON'T", None, None, None, "",
-          "DO / DON'T per machine, model and data, like the seed's lists: DO = configurations "
+          "DO / DON'T per machine, model, data and task (train, infer or micro: training and "
+          "inference are never ranked together), like the seed's lists: DO = configurations "
           "whose median is within the confidence interval of the fastest one's median; DONT = "
           "at least 2x the fastest median.",
-          build="driver.tables.summaries:guidance_table", key_columns=4),
+          build="driver.tables.summaries:guidance_table", key_columns=5),
     Table("processes", "Processes", None, None, None, "",
           "Every process (cell file): machine, env, cell, twin or not, round, planned position "
           "in its round and the round's order seed (results/rounds/, see docs/design.md), start "

@@ -38,7 +38,7 @@ def configuration_text(row: Mapping) -> str:
     parts += [labels.MODE.get(row["mode"], row["mode"]), str(row["device"]).upper()]
     return " + ".join(parts)
 
-GUIDANCE_COLUMNS = ["machine", "model", "data", "list", "configuration", "ratio_to_fastest",
+GUIDANCE_COLUMNS = ["machine", "model", "data", "task", "list", "configuration", "ratio_to_fastest",
                     "median_s", "ci_low_s", "ci_high_s", "fastest_median_s", "env",
                     "framework_version", "keras", "mode", "api", "input", "device", "cell_id"]
 
@@ -48,7 +48,8 @@ TASK_ORDER = {"train": 0, "infer": 1, "micro": 2}
 
 def guidance_table(cells: pd.DataFrame) -> pd.DataFrame:
     """DO / DON'T lists per (machine, model, data) and task (training first, then inference: an
-    inference call is never "faster" than a training step), like the seed's: DO are the
+    inference call is never "faster" than a training step; the `task` column says which: train,
+    infer or micro, tfspeed/cells.py: task), like the seed's: DO are the
     configurations whose median lies within the CI of the fastest one's median (median <= its
     ci_high_s: not distinguishable from the fastest), DONT those at least 2x slower than the
     fastest. DO rows come fastest first, DONT rows worst first."""
@@ -65,14 +66,15 @@ def guidance_table(cells: pd.DataFrame) -> pd.DataFrame:
                 kind = "DONT"
             else:
                 continue
-            rows.append({**{c: rec[c] for c in GUIDANCE_COLUMNS if c in rec}, "list": kind,
+            rows.append({**{c: rec[c] for c in GUIDANCE_COLUMNS if c in rec},
+                         "task": rec["_task"], "list": kind,
                          "configuration": configuration_text(rec), "ratio_to_fastest": ratio,
                          "fastest_median_s": float(fastest["median_s"])})
     df = pd.DataFrame(rows, columns=GUIDANCE_COLUMNS)
     if df.empty:
         return df
     df["_order"] = np.where(df["list"] == "DO", df["ratio_to_fastest"], -df["ratio_to_fastest"])
-    df["_task"] = [TASK_ORDER[task(a)] for a in df["api"]]
+    df["_task"] = df["task"].map(TASK_ORDER)
     df = df.sort_values(["machine", "model", "data", "_task", "list", "_order"],
                         key=lambda c: c.map(AXIS_ORDER[c.name]) if c.name in ("model", "data")
                         else c, kind="stable")

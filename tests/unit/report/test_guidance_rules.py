@@ -2,12 +2,15 @@
 merged across versions, the line of code per mode, seed lines split by TF major version where
 they split, and configurations that cannot exist named as such."""
 import pandas as pd
+import pytest
 
 from driver.report import guidance, source_claims
 
 
-def _g(version, lst, ratio, mode="graph", api="train_on_batch", keras="tf.keras", env=None):
-    return {"machine": "m", "model": "small", "data": "small", "list": lst,
+def _g(version, lst, ratio, mode="graph", api="train_on_batch", keras="tf.keras", env=None,
+       task=None):
+    task = task or ("infer" if api in ("call", "predict", "predict_on_batch") else "train")
+    return {"machine": "m", "model": "small", "data": "small", "task": task, "list": lst,
             "configuration": "x", "ratio_to_fastest": ratio, "median_s": 0.01 * ratio,
             "fastest_median_s": 0.01, "env": env or f"tf{version}", "framework_version": version,
             "keras": keras, "mode": mode, "api": api, "input": "numpy", "device": "cpu"}
@@ -39,6 +42,22 @@ def test_rules_merge_versions_and_keep_tasks_apart():
         ["call", "predict"]
     assert ("graph (TF)", guidance.SWITCH[("tensorflow", "graph")]) in \
         guidance.switch_lines(blocks)
+
+
+def test_rules_take_the_task_from_the_guidance_table():
+    """The table's task column decides training vs inference; the API's name is not re-read."""
+    rows = [_g("2.1.0", "DO", 1.0), _g("2.1.0", "DO", 1.0, api="call"),
+            _g("2.1.0", "DONT", 4.0, api="custom_step", task="infer")]
+    blocks = guidance.rules(pd.DataFrame(rows))
+    assert [b["task"] for b in blocks] == ["Training", "Inference"]
+    assert [i["rule"].split(" · ")[1] for i in blocks[1]["dont"]] == ["custom_step"]
+    assert blocks[0]["dont"] == []
+
+
+def test_rules_refuse_a_guidance_table_without_task():
+    rows = pd.DataFrame([_g("2.1.0", "DO", 1.0)]).drop(columns=["task"])
+    with pytest.raises(ValueError, match="no task column"):
+        guidance.rules(rows)
 
 
 def test_versions_text():

@@ -85,6 +85,9 @@ def test_frameworks_and_guidance_keep_tasks_apart(study):
     # the fastest inference call (1 ms) is a DO; no training step is measured against it
     do = guidance[guidance["list"] == "DO"]
     assert {task(a) for a in do["api"]} == {"train", "infer"}
+    assert list(guidance["task"]) == [task(a) for a in guidance["api"]]
+    # training rows first, then inference
+    assert guidance["task"].map({"train": 0, "infer": 1}).is_monotonic_increasing
     slow = guidance[(guidance["list"] == "DONT") & (guidance["api"] == "train_on_batch")]
     assert slow.empty  # 8-10 ms training steps are within 2x of the fastest training step
 

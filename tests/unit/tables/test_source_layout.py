@@ -26,6 +26,7 @@ def test_guidance_lists(tmp_path):
     ]
     guide = run(tmp_path, files)[0]["guidance"]
     assert list(guide["list"]) == ["DO", "DO", "DONT", "DONT"]
+    assert list(guide["task"]) == ["train"] * 4
     assert list(guide["ratio_to_fastest"]) == pytest.approx([1.0, 1.0, 5.0, 2.1], rel=1e-3)
     assert guide.loc[2, "configuration"] == \
         "train_on_batch() + numpy + tf.python.keras + TF 2.0.0 + Eager + CPU"
