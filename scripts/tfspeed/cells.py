@@ -4,7 +4,7 @@ The Snakemake side (rules/common.smk) enumerates cells with `expand_grid`; the r
 axes back. Where cell files live is the driver's business (driver/study/layout.py). Standard library
 and numpy only (the backends it asks import no framework).
 """
-from . import backends
+from . import backends, usermodels
 from .frameworks import all_modes
 from .models import DATA, FAULT_MODELS, INFER_APIS, MODELS, output_length_ok
 from .versions import version_tuple
@@ -82,6 +82,9 @@ def why_not(env, cell):
     if cell["input"] in PYTHON_INPUTS and (api not in ("train_on_batch", "fit")
                                            or cell["keras"] == "none"):
         return "a generator or Sequence input feeds Keras' train_on_batch and fit"
+    reason = usermodels.layer_why_not(env, cell)  # a layer this Keras lacks: only its cells
+    if reason:
+        return reason
     if model == "cnn2d" and api not in INFER_APIS:
         return "seed 003 times this CNN's inference only"
     if model == "mlp784" and (env["framework"] != "tensorflow" or

@@ -7,6 +7,7 @@ cell's model travels with the cell (`spec`, see payload) to the supervisor and t
 which register it again (register_cell). Standard library only.
 """
 from . import models
+from .versions import version_tuple
 
 ACTIVATIONS = (None, "relu", "sigmoid", "softmax", "tanh")
 LOSSES = {"binary_crossentropy": "binary", "sparse_categorical_crossentropy": "sparse",
@@ -246,6 +247,55 @@ def payload(model, data):
     if data in _DESCRIPTIONS["data"]:
         out["data"] = {data: _DESCRIPTIONS["data"][data]}
     return out
+
+
+# The Keras layer classes the layer kinds beyond Dense/Conv/LSTM need where some Keras flavour lacks
+# them, and the TensorFlow versions [first, past) whose flavour carries each (None: open end; a
+# flavour not named carries it everywhere: tf_keras, Keras 3 on any backend; PyTorch's own
+# translations in backends/torchnet.py cover every kind). Standalone Keras (2.2.5, 2.3.1) has
+# neither LayerNormalization nor MultiHeadAttention; tf.keras has MultiHeadAttention from TF 2.4;
+# tensorflow.python.keras, the private copy, lost layers when Keras moved out of TF (2.6):
+# checked in TF 2.0, 2.8, 2.9, 2.10, 2.11 envs (2.8 has MultiHeadAttention but neither
+# normalization layer; 2.10 on has no MultiHeadAttention).
+_KERAS_CLASSES = {"layernorm": ("LayerNormalization",), "batchnorm": ("BatchNormalization",),
+                  "mha": ("MultiHeadAttention",),
+                  "encoder": ("MultiHeadAttention", "LayerNormalization")}
+_NEVER = ((), ())
+KERAS_LAYER_SPANS = {
+    ("keras", "LayerNormalization"): _NEVER,
+    ("keras", "MultiHeadAttention"): _NEVER,
+    ("tf.keras", "MultiHeadAttention"): ((2, 4), None),
+    ("tf.python.keras", "MultiHeadAttention"): ((2, 4), (2, 10)),
+    ("tf.python.keras", "LayerNormalization"): (None, (2, 6)),
+    ("tf.python.keras", "BatchNormalization"): (None, (2, 6)),
+}
+
+
+def _has(span, version):
+    first, past = span
+    if span == _NEVER:
+        return False
+    return (first is None or version >= first) and (past is None or version < past)
+
+
+def layer_why_not(env, cell):
+    """At plan time (tfspeed/cells.py why_not): the reason the cell's Keras cannot build a layer of
+    its model, naming the layer and the class, or None. Only that backend's cells become
+    impossible; the run-time check (backends/kerasnet.py _layer) stays as the last word."""
+    keras = cell.get("keras")
+    if env.get("framework") != "tensorflow" or keras not in ("keras", "tf.keras",
+                                                             "tf.python.keras"):
+        return None
+    version = version_tuple(env.get("framework_version") or "0")
+    for index, spec in enumerate(models.MODELS.get(cell.get("model"), ())):
+        for name in _KERAS_CLASSES.get(spec[0], ()):
+            span = KERAS_LAYER_SPANS.get((keras, name))
+            if span is not None and not _has(span, version):
+                where = ("standalone Keras" if keras == "keras"
+                         else "%s in TF %s" % (keras, env.get("framework_version")))
+                return ("layer %d (%s) needs keras.layers.%s, which %s does not have"
+                        % (index, spec[0], name, where))
+    return None
 
 
 def register_cell(cell):

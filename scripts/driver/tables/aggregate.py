@@ -45,6 +45,7 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     cells, logs = pool_cells(records, level=level, noisy_threshold=noisy_threshold,
                              spike_factor=spike_factor)
     cells = apply_machine_peaks(cells)
+    cells = add_same_function(cells, records)
     log.info("%d cells (%s)", len(cells), cells["status"].value_counts().to_dict())
     if not cells.empty and reference_env not in set(cells["env"]):
         log.warning("reference env %r has no cells: tf2_vs_tf1 is empty", reference_env)
@@ -65,6 +66,47 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
                         now or datetime.datetime.now(datetime.timezone.utc))
     return {"cells": cells, **tables, "seed_view": seed, "about": about, "records": records,
             "files": [str(f) for f in files], "env_order": envs}
+
+
+SAME_FUNCTION_COLUMNS = ("same_function", "same_function_max_diff", "same_function_tolerance")
+
+
+def add_same_function(cells: pd.DataFrame, records: Iterable[dict]) -> pd.DataFrame:
+    """The same-function check of a user's model (tfspeed/samefunction.py, the cell file's
+    `same_function`) per cell: `same_function` is match, mismatch (some process's outputs differ
+    from the NumPy pass beyond the tolerance) or error (the check could not run; the first error),
+    empty where no process checked; the largest difference over its processes and the tolerance.
+    The columns exist only in a study whose cell files carry the check (one with a user's model),
+    so the seed's tables keep their columns."""
+    checks: dict[tuple, list[dict]] = {}
+    for rec in records:
+        found = rec.get("same_function")
+        if isinstance(found, Mapping):
+            checks.setdefault((rec["machine"], rec["env"], rec["cell_id"]), []).append(found)
+    if not checks or cells.empty:
+        return cells
+    rows = []
+    for key in zip(cells["machine"], cells["env"], cells["cell_id"]):
+        found = checks.get(key, [])
+        diffs = [c["max_abs_diff"] for c in found
+                 if isinstance(c.get("max_abs_diff"), (int, float))]
+        errors = [str(c.get("error")) for c in found if c.get("error")]
+        if any(c.get("match") is False for c in found):
+            verdict = "mismatch"
+        elif errors:
+            verdict = "error: " + errors[0]
+        elif found:
+            verdict = "match"
+        else:
+            verdict = None
+        tolerances = [c["tolerance"] for c in found
+                      if isinstance(c.get("tolerance"), (int, float))]
+        rows.append((verdict, max(diffs) if diffs else None,
+                     min(tolerances) if tolerances else None))
+    out = cells.copy()
+    for i, name in enumerate(SAME_FUNCTION_COLUMNS):
+        out[name] = [row[i] for row in rows]
+    return out
 
 
 def write_outputs(result: dict, out_csv, out_tables: Mapping[str, Path | str], out_xlsx,

@@ -58,6 +58,8 @@ COLUMNS = {c.name: c for c in [
         ("after_version", "The version after it."),
         ("after_keras", "The Keras flavour after the change point."),
         ("process_origin", "fresh (a new interpreter of the env) or fork."),
+        ("same_function", "A user's model only: match, mismatch or error: the seeded weights' "
+         "outputs against the NumPy pass (tfspeed/samefunction.py); empty: not checked."),
     ]),
     *_cols("bool", "", None, [
         ("significant", "left_faster or right_faster."),
@@ -130,6 +132,10 @@ COLUMNS = {c.name: c for c in [
         ("p_equivalent", "The equivalence test's p-value (TOST)."),
         ("se_log", "The standard error of the log ratio."),
         ("ci_df", "Degrees of freedom of a cell's CI."),
+        ("same_function_max_diff", "The largest output difference from the NumPy pass, over "
+         "the cell's processes."),
+        ("same_function_tolerance", "The difference same_function allows (ATOL + RTOL x the "
+         "largest output)."),
     ]),
 ]}
 

@@ -172,3 +172,58 @@ def test_payload_travels_and_registers_again():
     # a fresh process registers from the cell's spec (same description: no refusal)
     usermodels.register_cell({"model": name, "data": data, "spec": spec})
     assert models.DATA["seqs"] == (2, 5) and models.DATA_INPUT["seqs"] == "tokens"
+
+
+def env_facts(name):
+    """The plan's facts of a real env file (envs/<name>.yaml), as the workflow reads them."""
+    from pathlib import Path
+
+    import yaml
+
+    from driver.study import envspec
+
+    path = Path(__file__).resolve().parents[3] / "envs" / ("%s.yaml" % name)
+    return envspec.parse_spec(name, yaml.safe_load(path.read_text()))
+
+
+def test_a_layer_a_keras_lacks_makes_only_its_cells_impossible_at_plan_time():
+    """A user model with multi-head attention: TF 1.14's tf.keras and standalone Keras have no
+    MultiHeadAttention, so their cells are never planned and why_not names the layer; Keras 3,
+    tf_keras and PyTorch cells of the same model are planned."""
+    from tfspeed import cells
+
+    name, data = register(ENCODER, TOKENS)
+    grid = {"pairs": [[name, data]], "modes": ["eager", "graph"],
+            "apis": ["train_on_batch", "custom_loop"], "inputs": ["numpy"], "devices": ["cpu"]}
+    tf114, tf221, torch = env_facts("tf1.14"), env_facts("tf2.21"), env_facts("torch2.13")
+    for keras in ("tf.keras", "keras"):
+        cell = dict(model=name, data=data, keras=keras, mode="graph", api="train_on_batch",
+                    input="numpy", device="cpu")
+        reason = cells.why_not(tf114, cell)
+        assert reason and "layer 1 (encoder)" in reason and "MultiHeadAttention" in reason, reason
+    assert cells.expand_grid(tf114, dict(grid, keras="all")) == []
+    planned = {(c["keras"], c["api"]) for c in cells.expand_grid(tf221, dict(grid, keras="all"))}
+    assert {("keras3", "train_on_batch"), ("tf_keras", "train_on_batch")} <= planned
+    assert cells.expand_grid(torch, dict(grid, keras=["none"]))
+    # tf.keras has it from TF 2.4; the private tensorflow.python.keras lost it from TF 2.10
+    tf28, tf211 = env_facts("tf2.8"), env_facts("tf2.11")
+    cell = dict(model=name, data=data, keras="tf.keras", mode="eager", api="train_on_batch",
+                input="numpy", device="cpu")
+    assert cells.why_not(tf28, cell) is None
+    # the private copy in TF 2.8 has MultiHeadAttention but no LayerNormalization
+    assert "LayerNormalization" in cells.why_not(tf28, dict(cell, keras="tf.python.keras"))
+    assert "MultiHeadAttention" in cells.why_not(tf211, dict(cell, keras="tf.python.keras"))
+
+
+def test_models_without_the_new_layers_plan_as_before():
+    from tfspeed import cells
+
+    name, data = register({"layers": [["embedding", 50, 8], ["gru", 8], "gap",
+                                      ["dense", 3, "softmax"]],
+                           "loss": "sparse_categorical_crossentropy"}, TOKENS)
+    tf114 = env_facts("tf1.14")
+    cell = dict(model=name, data=data, keras="keras", mode="graph", api="train_on_batch",
+                input="numpy", device="cpu")
+    assert usermodels.layer_why_not(tf114, cell) is None
+    assert usermodels.layer_why_not(tf114, dict(cell, model="small", data="small")) is None
+    assert cells.why_not(tf114, dict(cell, keras="tf.keras")) is None  # planned

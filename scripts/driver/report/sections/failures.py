@@ -1,5 +1,6 @@
 """Failed and skipped cells: reasons and log tails as aggregation wrote them, and cells.csv rows
-that no process explains."""
+that no process explains; and the cells of a user's model whose build does not compute the same
+function as the NumPy pass (cells.csv `same_function`: mismatch or error)."""
 from driver.report.fmt import records, text
 
 ID, TITLE, ORDER = "failures", "Failed and skipped cells", 80
@@ -23,7 +24,31 @@ def failures_view(cells, failures: list[dict]) -> dict:
     for g in groups:
         cell_counts[g["status"]] = cell_counts.get(g["status"], 0) + 1
     return {"entries": items, "groups": groups, "counts": counts, "cell_counts": cell_counts,
-            "problems": []}
+            "problems": [], "same_function": same_function_view(cells)}
+
+
+def same_function_view(cells) -> list[dict]:
+    """Cells whose same-function check did not match (mismatch, or error: the check could not
+    run), with the largest difference and the tolerance; [] when every checked cell matched or
+    the study has no user model (no column)."""
+    out = []
+    for r in records(cells):
+        verdict = text(r.get("same_function"))
+        if not verdict or verdict == "match":
+            continue
+        out.append({"machine": text(r.get("machine")), "env": text(r.get("env")),
+                    "cell": text(r.get("cell_id")), "model": text(r.get("model")),
+                    "verdict": verdict, "max_diff": _number(r.get("same_function_max_diff")),
+                    "tolerance": _number(r.get("same_function_tolerance"))})
+    return out
+
+
+def _number(value) -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return "" if value != value else "%.3g" % value
 
 
 def group_by_cell(items: list[dict]) -> list[dict]:
