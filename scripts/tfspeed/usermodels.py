@@ -254,9 +254,9 @@ def payload(model, data):
 # flavour not named carries it everywhere: tf_keras, Keras 3 on any backend; PyTorch's own
 # translations in backends/torchnet.py cover every kind). Standalone Keras (2.2.5, 2.3.1) has
 # neither LayerNormalization nor MultiHeadAttention; tf.keras has MultiHeadAttention from TF 2.4;
-# tensorflow.python.keras, the private copy, lost layers when Keras moved out of TF (2.6):
-# checked in TF 2.0, 2.8, 2.9, 2.10, 2.11 envs (2.8 has MultiHeadAttention but neither
-# normalization layer; 2.10 on has no MultiHeadAttention).
+# tensorflow.python.keras, the private copy, lost layers after Keras moved out of TF: no
+# normalization layers from TF 2.8, no MultiHeadAttention from 2.10. Checked by hasattr in this
+# project's envs of TF 1.14, 1.15 and 2.0 to 2.11.
 _KERAS_CLASSES = {"layernorm": ("LayerNormalization",), "batchnorm": ("BatchNormalization",),
                   "mha": ("MultiHeadAttention",),
                   "encoder": ("MultiHeadAttention", "LayerNormalization")}
@@ -266,8 +266,8 @@ KERAS_LAYER_SPANS = {
     ("keras", "MultiHeadAttention"): _NEVER,
     ("tf.keras", "MultiHeadAttention"): ((2, 4), None),
     ("tf.python.keras", "MultiHeadAttention"): ((2, 4), (2, 10)),
-    ("tf.python.keras", "LayerNormalization"): (None, (2, 6)),
-    ("tf.python.keras", "BatchNormalization"): (None, (2, 6)),
+    ("tf.python.keras", "LayerNormalization"): (None, (2, 8)),
+    ("tf.python.keras", "BatchNormalization"): (None, (2, 8)),
 }
 
 

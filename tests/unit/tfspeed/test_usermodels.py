@@ -206,10 +206,12 @@ def test_a_layer_a_keras_lacks_makes_only_its_cells_impossible_at_plan_time():
     assert {("keras3", "train_on_batch"), ("tf_keras", "train_on_batch")} <= planned
     assert cells.expand_grid(torch, dict(grid, keras=["none"]))
     # tf.keras has it from TF 2.4; the private tensorflow.python.keras lost it from TF 2.10
-    tf28, tf211 = env_facts("tf2.8"), env_facts("tf2.11")
+    tf23, tf24, tf28, tf211 = (env_facts(e) for e in ("tf2.3", "tf2.4", "tf2.8", "tf2.11"))
     cell = dict(model=name, data=data, keras="tf.keras", mode="eager", api="train_on_batch",
                 input="numpy", device="cpu")
-    assert cells.why_not(tf28, cell) is None
+    assert "MultiHeadAttention" in cells.why_not(tf23, cell)
+    assert cells.why_not(tf24, cell) is None and cells.why_not(tf28, cell) is None
+    assert cells.why_not(tf24, dict(cell, keras="tf.python.keras")) is None
     # the private copy in TF 2.8 has MultiHeadAttention but no LayerNormalization
     assert "LayerNormalization" in cells.why_not(tf28, dict(cell, keras="tf.python.keras"))
     assert "MultiHeadAttention" in cells.why_not(tf211, dict(cell, keras="tf.python.keras"))
