@@ -229,3 +229,53 @@ def test_models_without_the_new_layers_plan_as_before():
     assert usermodels.layer_why_not(tf114, cell) is None
     assert usermodels.layer_why_not(tf114, dict(cell, model="small", data="small")) is None
     assert cells.why_not(tf114, dict(cell, keras="tf.keras")) is None  # planned
+
+
+PROBE = """
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import tensorflow as tf
+flavour, names = sys.argv[1], json.loads(sys.argv[2])
+if flavour == "keras":
+    import keras
+elif flavour == "tf.keras":
+    keras = tf.keras
+else:
+    from tensorflow.python import keras
+print(json.dumps({n: hasattr(keras.layers, n) for n in names}))
+"""
+
+
+@pytest.mark.parametrize("env", ["tf1.14", "tf2.3", "tf2.8", "tf2.11"])
+def test_the_plan_time_layer_spans_match_the_real_frameworks(env):
+    """KERAS_LAYER_SPANS against hasattr(keras.layers, ...) in the built env (results/envs/):
+    the plan refuses a cell exactly where its Keras lacks the class."""
+    import glob
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from tfspeed.versions import version_tuple
+
+    repo = Path(__file__).resolve().parents[3]
+    built = [json.loads(Path(p).read_text())
+             for p in glob.glob(str(repo / "results" / "envs" / "*" / ("%s.json" % env)))]
+    built = [b for b in built if b.get("status") == "ok"
+             and os.path.exists(b.get("python_executable") or "")]
+    if not built:
+        pytest.skip("env %s is not built here" % env)
+    facts = built[0]
+    version = version_tuple(facts["framework_version"])
+    for flavour in ("keras", "tf.keras", "tf.python.keras"):
+        if flavour not in facts["flavours"]:
+            continue
+        names = sorted({n for (f, n) in usermodels.KERAS_LAYER_SPANS if f == flavour})
+        out = subprocess.run([facts["python_executable"], "-c", PROBE, flavour, json.dumps(names)],
+                             capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        assert out.returncode == 0, out.stderr[-2000:]
+        has = json.loads(out.stdout.strip().splitlines()[-1])
+        for name in names:
+            span = usermodels.KERAS_LAYER_SPANS[(flavour, name)]
+            assert usermodels._has(span, version) == has[name], (env, flavour, name)
