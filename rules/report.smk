@@ -1,4 +1,11 @@
 # What aggregation wrote (tables, processes' samples, facts) -> one self-contained HTML report.
+from driver.report.bottom_line import previous_tables
+
+# config previous_results: an earlier run's tables for the bottom line, checked before any job.
+try:
+    PREVIOUS_TABLES = previous_tables(config.get("previous_results"), os.getcwd())
+except ValueError as err:
+    raise WorkflowError(str(err))
 
 
 rule render_report:
@@ -26,5 +33,6 @@ rule render_report:
         machine=MACHINE,
         config=config,
         selfbench=layout.SELFBENCH,
+        previous_tables=PREVIOUS_TABLES,
     script:
         "../scripts/render_report.py"

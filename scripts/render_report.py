@@ -9,4 +9,5 @@ from driver.report.render import render  # noqa: E402
 render(cells_csv=smk.input.cells_csv, tables=list(smk.input.tables),
        processes_json=smk.input.processes, facts_json=smk.input.facts,
        template=smk.input.template, out_html=smk.output.html, machine=smk.params.machine,
-       config=dict(smk.params.config), selfbench_path=smk.params.selfbench)
+       config=dict(smk.params.config), selfbench_path=smk.params.selfbench,
+       previous_tables=smk.params.previous_tables)

@@ -7,6 +7,7 @@ previous run are at hand, whether the two runs agree.
 
 Every sentence degrades to saying what is missing when a table or column is absent."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,29 @@ from driver.report.fmt import col, ncol, num, records, text, version_key
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
 
 HEADLINE_API = "train_on_batch"
+PREVIOUS_KEY = "previous_results"
+AGREEMENT_TABLE = "tf2_vs_tf1"
+
+
+def previous_tables(results, root=".") -> list[str] | None:
+    """The table files of an earlier run (config `previous_results`): its results directory
+    (tables under tables/<name>.csv, as driver/study/layout.py writes them) or that tables folder
+    itself; a relative path is taken from `root` (the workflow's directory). None when not
+    given. Refused with a ValueError naming the key when the folder is not there or holds no
+    tf2_vs_tf1.csv (the table the agreement line compares)."""
+    if results is None:
+        return None
+    path = Path(root) / Path(str(results)).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"config error at {PREVIOUS_KEY!r}: {str(results)!r} is not a folder "
+                         f"(looked for {path}); give an earlier run's results directory or "
+                         "null")
+    for folder in (path / "tables", path):
+        if (folder / f"{AGREEMENT_TABLE}.csv").is_file():
+            return sorted(str(p) for p in folder.glob("*.csv"))
+    raise ValueError(f"config error at {PREVIOUS_KEY!r}: {str(results)!r} holds no "
+                     f"tables/{AGREEMENT_TABLE}.csv (nor {AGREEMENT_TABLE}.csv): not the results "
+                     "directory of a run")
 
 
 def _pct_slower(ratio: float) -> str:

@@ -4,9 +4,10 @@ import glob
 
 import pandas as pd
 import pytest
-from helpers import REPO
+import yaml
+from helpers import REPO, snakemake
 
-from driver.report.bottom_line import bottom_line
+from driver.report.bottom_line import bottom_line, previous_tables
 from driver.report.fmt import ratio_text
 from driver.tables import bundle
 
@@ -99,3 +100,56 @@ def test_published_first_screen_lines():
     whats = [line["what"] for line in lines]
     assert whats[:2] == ["Graph mode, train_on_batch()", "Eager mode, train_on_batch()"]
     assert 3 <= len(lines) <= 7
+
+
+# --- config previous_results: an earlier run's tables for the agreement line ------------------
+
+def test_previous_results_folder_gives_the_agreement_line(tmp_path):
+    """A results directory as the workflow writes it (tables/<name>.csv) is read and compared."""
+    prev = [dict(r) for r in GRAPH]
+    prev[2]["verdict"] = "left_faster"  # undecided here, faster there: disagrees, no flip
+    (tmp_path / "tables").mkdir()
+    bundle.write_table(pd.DataFrame(prev), tmp_path / "tables" / "tf2_vs_tf1.csv")
+    bundle.write_table(pd.DataFrame(GRAPH), tmp_path / "tables" / "versions.csv")
+    paths = previous_tables(str(tmp_path))
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["tf2_vs_tf1.csv", "versions.csv"]
+    assert previous_tables("tables", root=tmp_path) == paths  # the tables folder, relative
+    lines = bottom_line(_tabs(GRAPH), pd.DataFrame(), "tf1.14",
+                        previous=bundle.read_tables(paths))["lines"]
+    assert lines[-1]["what"] == "Another run"
+    assert lines[-1]["text"] == ("the verdicts of 2 of 3 TF 2.x vs TF 1 rows agree with the "
+                                 "previous run's; 0 flip from faster to slower or back.")
+    assert previous_tables(None) is None
+    assert all(line["what"] != "Another run"
+               for line in bottom_line(_tabs(GRAPH), pd.DataFrame(), "tf1.14")["lines"])
+
+
+def test_previous_results_refused_naming_the_key(tmp_path):
+    with pytest.raises(ValueError, match=r"config error at 'previous_results': .*is not a folder"):
+        previous_tables(str(tmp_path / "nowhere"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"'previous_results': .*holds no tables/tf2_vs_tf1.csv"):
+        previous_tables(str(tmp_path / "empty"))
+
+
+def test_schema_refuses_a_previous_results_that_is_not_a_path():
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    schema = str(REPO / "schemas" / "config.schema.yaml")
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert config["previous_results"] is None
+    validate(dict(config), schema)
+    for bad in (3, "", ["results"]):
+        with pytest.raises(WorkflowError, match="previous_results"):
+            validate(dict(config, previous_results=bad), schema)
+
+
+def test_workflow_stops_on_a_bad_previous_results_before_any_job(tmp_path):
+    """The key is checked when the workflow is read: a dry run already stops, naming it."""
+    proc = snakemake(tmp_path, REPO / "config.yaml", "-n", "--config",
+                     f"previous_results={tmp_path / 'no-such-run'}", timeout=300)
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert "config error at 'previous_results'" in err and "no-such-run" in err
+    assert not (tmp_path / "results").exists()
