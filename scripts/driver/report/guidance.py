@@ -8,6 +8,7 @@ import re
 import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
+from tfspeed.cells import task
 
 TASK_TEXT = {"train": "Training", "infer": "Inference"}
 
@@ -90,10 +91,10 @@ def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None) -> list[dic
     df = guidance[col(guidance, "api").map(text) != "matmul"].copy()
     df["_list"] = col(df, "list", "").map(lambda v: re.sub(r"[^A-Z]", "", text(v).upper()))
     df["_ratio"] = ncol(df, "ratio_to_fastest")
-    if "task" not in df.columns:
-        raise ValueError("the guidance table has no task column (train, infer or micro): "
-                         "rebuild the tables (driver/tables/summaries.py: guidance_table)")
-    df["_task"] = df["task"].map(text)
+    # the table's task column (driver/tables/summaries.py); tables written before it had one
+    # (an earlier run's, the published ones) get it from the API as aggregation names it
+    df["_task"] = (df["task"].map(text) if "task" in df.columns
+                   else col(df, "api").map(lambda a: task(text(a))))
     measured = _measured(cells)
     out = []
     keys = ["machine", "model", "data", "_task"]

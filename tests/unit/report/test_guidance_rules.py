@@ -2,7 +2,6 @@
 merged across versions, the line of code per mode, seed lines split by TF major version where
 they split, and configurations that cannot exist named as such."""
 import pandas as pd
-import pytest
 
 from driver.report import guidance, source_claims
 
@@ -54,10 +53,11 @@ def test_rules_take_the_task_from_the_guidance_table():
     assert blocks[0]["dont"] == []
 
 
-def test_rules_refuse_a_guidance_table_without_task():
-    rows = pd.DataFrame([_g("2.1.0", "DO", 1.0)]).drop(columns=["task"])
-    with pytest.raises(ValueError, match="no task column"):
-        guidance.rules(rows)
+def test_rules_of_a_table_without_task_column_take_it_from_the_api():
+    """Tables written before the task column (an earlier run's) still split by task."""
+    rows = pd.DataFrame([_g("2.1.0", "DO", 1.0), _g("2.1.0", "DO", 1.0, api="predict")])
+    blocks = guidance.rules(rows.drop(columns=["task"]))
+    assert [b["task"] for b in blocks] == ["Training", "Inference"]
 
 
 def test_versions_text():
