@@ -233,7 +233,8 @@ from types import SimpleNamespace as NS
 smk = NS(input=NS(cells_csv=%(cells)r, tables=%(tables)r, processes=%(proc)r,
                   facts=%(facts)r, template=%(tpl)r),
          output=NS(html=%(out)r), log=[%(log)r],
-         params=NS(machine="m", config={"machines": "all"}, selfbench=%(sb)r))
+         params=NS(machine="m", config={"machines": "all"}, selfbench=%(sb)r,
+                   previous_tables=%(tables)r))
 runpy.run_path(%(script)r, init_globals={"snakemake": smk}, run_name="__snakemake__")
 """ % {"cells": kwargs["cells_csv"], "tables": kwargs["tables"],
        "proc": kwargs["processes_json"], "facts": kwargs["facts_json"],
@@ -247,3 +248,5 @@ runpy.run_path(%(script)r, init_globals={"snakemake": smk}, run_name="__snakemak
     assert out.stat().st_mode & 0o044  # readable by others, not mkstemp's 0600
     assert run.stderr == ""  # everything went to the log
     assert "make selfbench</code> was not run" in out.read_text()
+    # params.previous_tables (config previous_results): the run against itself agrees
+    assert "agree with the previous run" in out.read_text()
