@@ -193,27 +193,24 @@ def tf2_vs_tf1_table(cells: pd.DataFrame, comparer: Comparer, reference_env: str
 
 
 def _tf_reference(group: pd.DataFrame):
-    """The TF reference cell of one (machine, model, data, device, task): the newest TF 2 env's
-    eager step with numpy input; of its cells, a custom loop (the other frameworks' way of
-    training) where there is one, else fit; for inference model(x) (call), else predict; else any
-    API (the micro-cases have their own); tf.keras before Keras 3 before tf_keras before no
-    Keras."""
-    keras_rank = {"tf.keras": 0, "keras3": 1, "tf_keras": 2, "none": 3}
-    api_rank = {"custom_loop": 0, "fit": 1, "call": 0, "predict": 1}
-    cand = group[(group["mode"] == "eager") & (group["input"] == "numpy")
-                 & group["keras"].isin(list(keras_rank)) & _tf2_mask(group)]
+    """The TF reference cell of one (machine, model, data, device, task): TensorFlow's fastest ok
+    cell (lowest cell median, any TF env, Keras flavour, mode, API and input), so that a row says
+    how far a way of running is from the best TF gives, not from its slowest path. Mode `numpy`
+    (the matmul micro-case in NumPy alone, no TensorFlow) is never the reference. Ties: the first
+    in the study's order."""
+    cand = group[(group["framework"] == "tensorflow") & (group["mode"] != "numpy")
+                 & group["median_s"].notna()]
     if cand.empty:
         return None
-    return min(cand.to_dict("records"),
-               key=lambda r: (tuple(-x for x in version_tuple(r["framework_version"])),
-                              api_rank.get(r["api"], 2), keras_rank[r["keras"]]))
+    return cand.loc[cand["median_s"].idxmin()].to_dict()
 
 
 def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
     """Per (machine, model, data, device) and task (training and inference apart): the fastest
-    ok cell of each env and mode vs the TF reference (see `_tf_reference`). Not a one-factor
-    comparison: it answers "how does the best way to train (or to infer) in X compare with plain
-    TF 2 Keras", the question of seeds 002 and 003."""
+    ok cell of each env and mode (left) vs TensorFlow's fastest cell of the same model, data,
+    device and task (right, see `_tf_reference`), the reference itself left out. Not a
+    one-factor comparison: it answers "how far is the best way to train (or to infer) in X, in
+    this mode, from the best TensorFlow gives", the question of seeds 002 and 003."""
     ok = ok_cells(cells)
     ok = ok.assign(_task=[task(a) for a in ok["api"]])
     sides = ["env", "framework", "framework_version", "keras", "mode", "api", "input"]

@@ -108,10 +108,11 @@ REGISTRY = [
           build=_COMPARISONS + "factor_table", chased=True),
     Table("frameworks", "Frameworks", "framework", None, None,
           "+ when the first-named framework is faster",
-          "Per model, data and device: the fastest cell of each env and mode (left) vs the TF "
-          "reference (right): the newest TF 2 env's eager cell with numpy input, a custom loop "
-          "where there is one, else fit, else any API (matmul); tf.keras before Keras 3, "
-          "tf_keras and no Keras.",
+          "Per model, data, device and task (training or inference): the fastest cell of each "
+          "env and mode (left) vs TensorFlow's fastest cell of the same model, data, device and "
+          "task (right: any TF env, Keras, mode, API and input; never NumPy-only matmul), so a "
+          "row says how far that way of running is from the best TF gives. The reference is "
+          "the same on every row of a model, data and task; it has no row of its own.",
           build=_COMPARISONS + "frameworks_table"),
     Table("frameworks_best", "Frameworks: best vs best", "framework", None, None,
           "+ when the other framework's best is faster than TensorFlow's best",

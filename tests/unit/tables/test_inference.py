@@ -79,8 +79,9 @@ def test_inference_cells_get_their_tf2_vs_tf1_and_graph_vs_eager_pairs(study):
 def test_frameworks_and_guidance_keep_tasks_apart(study):
     frameworks = study["frameworks"]
     torch = frameworks[frameworks["left_env"] == "torch2.13"]
-    assert set(zip(torch["left_api"], torch["right_api"])) == {
-        ("inference_mode", "call"), ("custom_loop", "fit")}
+    # each task against TF's fastest cell of that task: graph train_on_batch, graph call
+    assert set(zip(torch["left_api"], torch["right_api"], torch["right_mode"])) == {
+        ("inference_mode", "call", "graph"), ("custom_loop", "train_on_batch", "graph")}
     guidance = study["guidance"]
     # the fastest inference call (1 ms) is a DO; no training step is measured against it
     do = guidance[guidance["list"] == "DO"]
