@@ -390,22 +390,26 @@ def env_manifest(wildcards):
 
 
 def cell_inputs(wildcards):
-    """The env's manifest (venv mode), and for repeats after the first the previous round's
-    marker (as ancient: a finished round never makes finished cells run again)."""
+    """The env's manifest (venv mode); the machine's probe and the round's planned order, which
+    come first; for repeats after the first, the previous round's marker.
+
+    For a cell whose file exists, these are ancient: a new probe, plan or round marker reruns no
+    finished cell. For a missing cell they are plain inputs: Snakemake (9.27) drops every job
+    downstream of an ancient input whose own job must rerun (a probe whose stamp changed after a
+    kill -9), so the missing cells would never run (tests/e2e/test_workflow.py).
+    """
     out = {}
     if not USE_CONDA:
         out["manifest"] = env_manifest(wildcards)
-    if PROBE["processes"]:
-        # the machine's probe runs first (ancient: a new probe reruns no finished cell)
-        out["probe"] = ancient(
-            layout.probe_latest(layout.base_machine(wildcards.machine))
-        )
-    rep = int(wildcards.rep)
+    done = os.path.exists(layout.CELL_PATTERN.format(**wildcards))
+    before = ancient if done else str
     machine = layout.base_machine(wildcards.machine)
-    # the round's plan is written before the round runs (ancient: a new plan reruns no cell)
-    out["order"] = ancient(layout.order_path(machine, rep))
+    if PROBE["processes"]:
+        out["probe"] = before(layout.probe_latest(machine))
+    rep = int(wildcards.rep)
+    out["order"] = before(layout.order_path(machine, rep))
     if rep > 0:
-        out["previous_round"] = ancient(layout.round_marker(machine, rep - 1))
+        out["previous_round"] = before(layout.round_marker(machine, rep - 1))
     return out
 
 

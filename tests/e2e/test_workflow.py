@@ -203,9 +203,6 @@ def _valid_results(work):
     return found
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known regression (2026-11-25): after kill -9 and --unlock, the rerun runs only probe_machine "
-    "(its study-stamp param changed) and none of the missing cells; see CHANGELOG 'Known issues'"))
 def test_kill_minus_nine_mid_study_then_rerun(tmp_path):
     # The probe runs in both runs, but only a tenfold change stops this one: its 2-process probe
     # on a VM can move by half between runs (seen once), and recovery is what is tested here
