@@ -41,7 +41,15 @@ def test_quick_study_outputs(quick_run):
     assert set(ok.keras) >= {"keras", "tf.keras", "tf_keras", "keras3"}
     assert set(ok["mode"]) >= {"eager", "graph", "xla", "function"}
     assert set(ok.api) >= {"train_on_batch", "fit", "custom_loop"}
-    assert set(ok.input) == {"numpy", "tfdata"}
+    assert set(ok.input) == {"numpy", "tfdata", "generator", "sequence"}
+    # the inputs beyond numpy and tf.data: one train_on_batch cell each in TF 1.14 (tf.keras, v1
+    # graph) and TF 2.21 (Keras 3), each ran (ok above) and timed
+    python_inputs = ok[ok.input.isin(["generator", "sequence"])]
+    assert set(zip(python_inputs.env, python_inputs.cell_id)) == {
+        (env, "small-small.%s.train_on_batch.%s.cpu" % (keras_mode, kind))
+        for env, keras_mode in (("tf1.14", "tfkeras.graph"), ("tf2.21", "keras3.eager"))
+        for kind in ("generator", "sequence")}
+    assert (python_inputs.median_s > 0).all() and (python_inputs.n_samples > 0).all()
     # the other seeds' systems: PyTorch's own loop, Keras 3 on JAX, XLA, seed 004's matmul
     assert set(ok.framework) == {"tensorflow", "torch", "jax"}
     assert not ok[(ok.framework == "jax") & (ok.keras == "keras3")].empty
