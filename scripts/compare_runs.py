@@ -6,7 +6,8 @@ works too) from their tables alone (<folder>/tables/*.csv, or <folder>/*.csv), m
 hold (two studies may differ in their envs: what only one holds is listed, not an error), and
 prints, calibration first (driver/stats/calibration.py):
 - cross-run calibration of cells and of comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
-  se_B^2) with Welch degrees of freedom (cells: after the whole run's shift, printed apart), the
+  se_B^2) with Welch degrees of freedom (cells: after the whole run's shift, printed apart, and
+  again with the shift left in), the
   share beyond the critical value against its nominal
   1 - level with a binomial CI (equivalently: the share of run B's estimates inside run A's
   prediction interval), and tau, the run-level spread the CIs leave out;
@@ -118,6 +119,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     cells_a, cells_b = load_cells(fa), load_cells(fb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
+    # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
+    cell_raw = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=False)
     comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
                           np.log(both["ratio_b"].astype(float)), level, centre=False)
     shift = math.log(cell_cal["shift"])
@@ -152,6 +155,7 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     return {
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
+        "cells_calibration_shift_kept": cell_raw,
         "comparisons_calibration": comp_cal,
         "comparisons_matched": int(len(both)),
         "only_in_a": int(len(ca) - len(both)),
@@ -198,6 +202,9 @@ def main(argv=None):
         if what == "cells":
             print(f"  the whole run B / run A (median over cells, taken out above): "
                   f"{1 / cal['shift']:.4f}")
+            raw = out["cells_calibration_shift_kept"]
+            print(f"  with that shift left in: beyond {_rate_text(raw['beyond'])}; tau "
+                  f"{raw['tau']:.4f}")
         print(f"  run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
     for row in out["moved_cells"]:
         print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "

@@ -160,6 +160,10 @@ def test_compare_runs_separates_the_run_shift(tmp_path):
     # the whole run's shift is taken out of the cells' figure and reported apart
     assert out["cells_calibration"]["shift"] == pytest.approx(1 / 1.1, rel=0.02)
     assert out["cells_calibration"]["beyond"]["ok"]
+    # left in, a 10 % shift puts the cells beyond their CIs, and tau takes it up
+    kept = out["cells_calibration_shift_kept"]
+    assert not kept["beyond"]["ok"] and kept["beyond"]["rate"] > 0.5
+    assert kept["tau"] > 5 * out["cells_calibration"]["tau"]
     cells = pd.read_csv(b / "cells.csv")
     for col in ("median_s", "ci_low_s", "ci_high_s"):
         cells.loc[0, col] *= 1.3
