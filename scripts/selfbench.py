@@ -25,6 +25,10 @@
                           process).                                                   ours <= seed/3
   ci_rel_median, timed_share  the quick study's median within-process CI half-width over the
                           median, and the share of its wall time inside timed loops.
+  decisions               --from-runs, per run: of the comparison rows whose ratio lies inside
+                          the margin (min_effect), the share that end equivalent      >= 0.80
+                          (Clopper-Pearson CI), and the graph-mode TF 2 vs TF 1 train_on_batch
+                          versions decided (the report's headline rows)             >= 18 of 22
 
 Usage: python scripts/selfbench.py [--processes 5] [--pool <repeats>] [--aa-processes 6] [--skip-study]
        python scripts/selfbench.py --from-runs A B   (A, B: results folders of two default studies)
@@ -55,6 +59,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
+from driver.report import answer  # noqa: E402
 from driver.stats import blocks, calibration, moderated, verdicts  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.tables import bundle  # noqa: E402
@@ -218,6 +223,46 @@ def runs_figures(a, b, repeats, level, q) -> tuple[dict, pd.DataFrame]:
     return figures, pairs
 
 
+def decision_figures(tables_folder, margin: float) -> dict:
+    """What one run's verdicts decide, from its tables:
+    - equivalence: of the comparison rows whose estimated ratio lies inside the margin
+      (1 / (1 + margin) .. 1 + margin), how many end `equivalent` (Clopper-Pearson CI);
+    - graph_decided: TF 2 vs TF 1 like-for-like `train_on_batch` in graph mode, one row per TF 2
+      version as the report's headline picks it: the versions whose verdict is not inconclusive.
+    """
+    folder = Path(tables_folder)
+    inside = equivalent = 0
+    for name in COMPARISONS:
+        path = folder / f"{name}.csv"
+        if name == "machines" or not path.exists():
+            continue
+        table = bundle.read_table(path)
+        if "ratio" not in table.columns or "verdict" not in table.columns:
+            continue
+        ratio = pd.to_numeric(table["ratio"], errors="coerce")
+        within = (ratio >= 1 / (1 + margin)) & (ratio <= 1 + margin)
+        inside += int(within.sum())
+        equivalent += int((table.loc[within, "verdict"].map(answer.norm_verdict)
+                           == answer.EQUIV).sum())
+    lo, hi = calibration.clopper_pearson(equivalent, inside)
+    graph = {"decided": 0, "versions": 0, "undecided": []}
+    path = folder / "tf2_vs_tf1.csv"
+    if path.exists():
+        rows = answer.like_for_like(bundle.read_table(path))
+        rows = rows[(rows["mode"] == "graph") & (rows["api"] == "train_on_batch")] \
+            if not rows.empty else rows
+        head = answer.headline_rows(rows) if not rows.empty else rows
+        for r in head.to_dict("records"):
+            graph["versions"] += 1
+            if r["verdict_n"] == answer.INCONCL:
+                graph["undecided"].append(str(r.get("left_env")))
+            else:
+                graph["decided"] += 1
+    return {"margin": margin, "inside_margin": inside, "equivalent": equivalent,
+            "equivalent_share": equivalent / inside if inside else math.nan,
+            "equivalent_ci": [lo, hi], "graph_decided": graph}
+
+
 def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
     """The quick preset, default rule, 2k processes per cell: A/A pairs, precision, CPU."""
     k = args.aa_processes // 2
@@ -290,6 +335,21 @@ def main():
     print("%s: %d A/A pairs; between-process sd: median %.3f; within-process CI half-width / "
           "median: median %.4f" % (study.get("aa_source", "quick study"), len(pairs),
                                    study["between_sd_median"], study["ci_rel_median"]))
+
+    if args.from_runs:
+        # what each run's verdicts decide (goals: >= 80 % of the rows inside the margin end
+        # equivalent; graph-mode TF 2 vs TF 1 train_on_batch decided in >= 18 of 22 versions)
+        study["decisions"] = {}
+        for name, folder in zip("AB", args.from_runs):
+            d = decision_figures(Path(folder) / "tables", default["min_effect"])
+            study["decisions"][name] = d
+            g = d["graph_decided"]
+            print("run %s: rows inside the margin (ratio within 1 +- %.2f) that end equivalent: "
+                  "%d of %d = %.3f (95 %% CI %.3f-%.3f; goal >= 0.80); graph-mode TF 2 vs TF 1 "
+                  "train_on_batch: %d of %d versions decided (goal >= 18 of 22)%s"
+                  % (name, d["margin"], d["equivalent"], d["inside_margin"],
+                     d["equivalent_share"], *d["equivalent_ci"], g["decided"], g["versions"],
+                     "; undecided: " + ", ".join(g["undecided"]) if g["undecided"] else ""))
 
     # 2. 5 estimates of the small cell from `pool` fresh processes each vs the seed's 200-call mean
     spread_cfg = dict(quick, stop=dict(default["stop"], min_samples=200),

@@ -45,3 +45,33 @@ def test_study_threshold_and_mde(tmp_path):
     sds = [math.sqrt(v["s2_post"]) for k, v in fit.items() if k != "_prior"]
     assert sd == pytest.approx(np.percentile(sds, 75))
     assert mde > verdicts.mde(sd, 4, alpha=0.05, df=math.inf) > 1.0
+
+
+def test_decision_figures_count_equivalence_inside_the_margin_and_graph_versions(tmp_path):
+    """Rows inside the margin that end equivalent (a row just outside is not counted), and the
+    graph-mode TF 2 vs TF 1 train_on_batch versions decided, one headline row per version."""
+    pd.DataFrame([
+        {"env": "tf2.0", "left_cell_id": "a", "right_cell_id": "b", "ratio": 1.02,
+         "verdict": "equivalent"},
+        {"env": "tf2.0", "left_cell_id": "c", "right_cell_id": "d", "ratio": 0.95,
+         "verdict": "inconclusive"},
+        {"env": "tf2.0", "left_cell_id": "e", "right_cell_id": "f", "ratio": 1.12,
+         "verdict": "inconclusive"},  # outside 1.10: not a row inside the margin
+    ]).to_csv(tmp_path / "graph_vs_eager.csv", index=False)
+    rows = []
+    for env, version, verdict, ratio in (("tf2.0", "2.0.0", "right_faster", 1.3),
+                                         ("tf2.1", "2.1.0", "inconclusive", 1.08),
+                                         ("tf2.2", "2.2.0", "equivalent", 0.99)):
+        for mode, keras in (("graph", "tf.keras"), ("eager", "tf.keras"), ("graph", "keras3")):
+            rows.append({"model": "small", "data": "small", "mode": mode, "api": "train_on_batch",
+                         "input": "numpy", "device": "cpu", "left_env": env,
+                         "right_env": "tf1.14", "left_framework_version": version,
+                         "right_framework_version": "1.14.0", "left_keras": keras,
+                         "right_keras": "tf.keras", "ratio": ratio, "verdict": verdict})
+    pd.DataFrame(rows).to_csv(tmp_path / "tf2_vs_tf1.csv", index=False)
+    d = selfbench.decision_figures(tmp_path, 0.10)
+    # inside 1 +- 0.10: graph_vs_eager's 1.02 and 0.95, tf2_vs_tf1's 1.08 and 0.99 rows (x3 each)
+    assert d["inside_margin"] == 2 + 6 and d["equivalent"] == 1 + 3
+    assert d["equivalent_ci"][0] < 0.5 < d["equivalent_ci"][1]
+    g = d["graph_decided"]
+    assert g["versions"] == 3 and g["decided"] == 2 and g["undecided"] == ["tf2.1"]
