@@ -130,16 +130,22 @@ def aa_pairs(records, k, level=0.95):
     return pd.DataFrame([blocks.compare_cells(fit, a, b, level) for a, b in pairs]), fit
 
 
+def comparison_tables(tables_folder):
+    """Each comparison table of the registry that the folder holds (the `machines` table, across
+    machines, is not one of a run's comparisons)."""
+    for name in COMPARISONS:
+        path = Path(tables_folder) / f"{name}.csv"
+        if name != "machines" and path.exists():
+            yield bundle.read_table(path)
+
+
 def study_threshold(tables_folder, q) -> float:
     """The per-test threshold a study's BH family implies (verdicts.bh_threshold over the p of
     every comparison table in the folder); NaN without tables."""
     p = []
-    for name in COMPARISONS:
-        path = Path(tables_folder) / f"{name}.csv"
-        if name != "machines" and path.exists():
-            table = bundle.read_table(path)
-            if "p" in table.columns:
-                p += list(pd.to_numeric(table["p"], errors="coerce").dropna())
+    for table in comparison_tables(tables_folder):
+        if "p" in table.columns:
+            p += list(pd.to_numeric(table["p"], errors="coerce").dropna())
     return verdicts.bh_threshold(p, q) if p else math.nan
 
 
@@ -232,11 +238,7 @@ def decision_figures(tables_folder, margin: float) -> dict:
     """
     folder = Path(tables_folder)
     inside = equivalent = 0
-    for name in COMPARISONS:
-        path = folder / f"{name}.csv"
-        if name == "machines" or not path.exists():
-            continue
-        table = bundle.read_table(path)
+    for table in comparison_tables(folder):
         if "ratio" not in table.columns or "verdict" not in table.columns:
             continue
         ratio = pd.to_numeric(table["ratio"], errors="coerce")
