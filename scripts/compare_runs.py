@@ -30,16 +30,16 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver.stats import calibration, moderated  # noqa: E402
-from driver.study import fingerprint  # noqa: E402
+from driver.study import fingerprint, layout  # noqa: E402
 from driver.tables import bundle  # noqa: E402
 from driver.tables.registry import COMPARISONS  # noqa: E402
 
 # What identifies a comparison row across runs (whichever of these a table has): the envs and
 # the cells on each side. Machine keys are left out, so that two machines can be lined up.
 ROW_KEYS = ["env", "left_env", "right_env", "left_cell_id", "right_cell_id"]
-CELL_KEYS = ["env", "cell_id"]
+CELL_KEYS = ["env", "cell_id", "twin"]
 DECIDED = {"left_faster", "right_faster"}
-COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs"]
+COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
 
 
 def tables_folder(path) -> Path:
@@ -71,6 +71,14 @@ def load_comparisons(folder: Path, level: float = 0.95) -> pd.DataFrame:
             continue
         keys = [k for k in ROW_KEYS if k in df.columns]
         env_cols = [k for k in ("env", "left_env", "right_env") if k in df.columns]
+        twin = "True" if name == "twins" else "False"  # a twin row's left side is the twin cell
+        envs_l = df["left_env"] if "left_env" in df.columns else df.get("env")
+        envs_r = df["right_env"] if "right_env" in df.columns else df.get("env")
+        if envs_l is not None and "left_cell_id" in df.columns:
+            df["left_cell"] = envs_l.astype(str) + "|" + df["left_cell_id"].astype(str) + "|" + twin
+            df["right_cell"] = envs_r.astype(str) + "|" + df["right_cell_id"].astype(str) + "|False"
+        else:
+            df["left_cell"] = df["right_cell"] = None
         df = df.assign(table=name, key=df[keys].astype(str).agg("|".join, axis=1),
                        envs=df[env_cols].astype(str).agg("|".join, axis=1) if env_cols else "")
         dof = _col(df, "df")
@@ -91,6 +99,9 @@ def load_comparisons(folder: Path, level: float = 0.95) -> pd.DataFrame:
 def load_cells(folder: Path) -> pd.DataFrame:
     cells = bundle.read_table(folder / "cells.csv")
     cells = cells[cells["status"] == "ok"].copy()
+    # a twin cell (machine key <machine>.twin) is matched with its twin, never with its machine's
+    machines = cells["machine"] if "machine" in cells.columns else pd.Series("", index=cells.index)
+    cells["twin"] = machines.astype(str).str.endswith(layout.TWIN_SUFFIX).astype(str)
     level = _col(cells, "ci_level", 0.95).fillna(0.95)
     dof = _col(cells, "ci_df")
     cells["df"] = dof.where(dof.notna(), _col(cells, "n_repeats", math.inf) - 1)
@@ -120,9 +131,25 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
     # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
+    cell_cal["ok"] = cell_cal["beyond"]["ok"]  # cells share nothing: the binomial CI holds
     cell_raw = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=False)
     comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
                           np.log(both["ratio_b"].astype(float)), level, centre=False)
+    # comparisons share cells: the range a calibrated method's share falls in, on this structure
+    ses = [{f"{e}|{c}|{t}": s for e, c, t, s in zip(cs["env"], cs["cell_id"], cs["twin"],
+                                                      cs["se_log"]) if s > 0}
+           for cs in (cells_a, cells_b)]
+    usable_rows = both[(both["se_log_a"] > 0) & (both["se_log_b"] > 0)]
+    comp_cal["shared_range"] = calibration.shared_cells_range(
+        usable_rows["left_cell_a"], usable_rows["right_cell_a"], ses[0], ses[1],
+        usable_rows["se_log_a"], usable_rows["se_log_b"], usable_rows["df_a"],
+        usable_rows["df_b"], level)
+    rng_ = comp_cal["shared_range"]
+    comp_cal["ok"] = bool(comp_cal["beyond"]["n"]) and \
+        rng_["low"] <= comp_cal["beyond"]["rate"] <= rng_["high"]
+    # the prediction-interval coverage of comparisons is 1 - that share: the same range decides
+    comp_cal["pi_coverage"] = dict(comp_cal["pi_coverage"], ok=comp_cal["ok"],
+                                   ci_low=1 - rng_["high"], ci_high=1 - rng_["low"])
     shift = math.log(cell_cal["shift"])
     beyond_cells = []
     for rec in cells.to_dict("records"):
@@ -205,6 +232,12 @@ def main(argv=None):
             raw = out["cells_calibration_shift_kept"]
             print(f"  with that shift left in: beyond {_rate_text(raw['beyond'])}; tau "
                   f"{raw['tau']:.4f}")
+        if what == "comparisons" and cal["beyond"]["n"]:
+            r = cal["shared_range"]
+            print(f"  rows share cells, so their exceedances cluster: a calibrated method's share "
+                  f"on this structure lies in {r['low']:.1%}-{r['high']:.1%} (95 %, {r['draws']} "
+                  f"draws); the binomial CI above assumes independent rows. Verdict: "
+                  f"{'ok' if cal['ok'] else 'MISCALIBRATED'}")
         print(f"  run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
     for row in out["moved_cells"]:
         print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "

@@ -5,6 +5,7 @@ Each cell's median is known exactly: 21 samples spread symmetrically by +-1 % ar
 """
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +71,19 @@ def write_cell(root, env, status="ok", median=0.02, repeat=0, machine=MACHINE, s
     return path
 
 
-def write_processes(root, env, median, k=3, spread=0.01, **axes):
-    """k processes of one cell whose medians spread by +-`spread` around `median`."""
-    return [write_cell(root, env, median=median * (1.0 + spread * (i - (k - 1) / 2)), repeat=i,
-                       **axes) for i in range(k)]
+def write_processes(root, env, median, k=3, spread=0.01, orthogonal=False, **axes):
+    """k processes of one cell whose medians spread by +-`spread` around `median`, rising with
+    the round; orthogonal=True: a U-shaped pattern of the same size, uncorrelated with the rising
+    one (two cells that are not one pair moving together, blocks.compare_paired)."""
+    linear = [i - (k - 1) / 2 for i in range(k)]
+    devs = linear
+    if orthogonal:
+        quad = [x * x for x in linear]
+        quad = [x - sum(quad) / k for x in quad]
+        norm = math.sqrt(sum(x * x for x in linear) / sum(x * x for x in quad))
+        devs = [x * norm for x in quad]
+    return [write_cell(root, env, median=median * (1.0 + spread * devs[i]), repeat=i, **axes)
+            for i in range(k)]
 
 
 def run(tmp_path, files, reference_env="tf1.14", **kwargs):

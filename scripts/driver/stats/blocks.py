@@ -17,6 +17,18 @@ How.
    freedom, where shrink spreads the block parameters' degrees of freedom over the cells.
 3. Shrink the variances (moderated.squeeze_var); the cell's CI and every comparison use the
    posterior variance with d0 + d degrees of freedom (moderated.compare).
+4. Pairs (`PairedPrior`, `compare_paired`). The planned order runs a comparison's two sides close
+   together in every round, so what the machine does over seconds moves both: their residuals are
+   positively correlated and var(mean_l - mean_r) is smaller than var_l / n_l + var_r / n_r.
+   Where the two cells share at least MIN_COMMON_BLOCKS blocks, the variance of their per-block
+   differences s_d^2 (n_c - 1 degrees of freedom; the blocks cancel in it) measures that directly.
+   It is moderated like the cells' variances, on the scale of the unpaired variance
+   S = s~_l^2 + s~_r^2: u = s_d^2 / S over all the study's pairs is squeezed toward its common value
+   (moderated.squeeze_var), V = u~ * S, and
+       var(diff) = s~_l^2 / n_l + s~_r^2 / n_r - (S - V) * n_c / (n_l * n_r)
+   (V / n in a balanced pair: the paired t). Degrees of freedom: Satterthwaite over V's prior part
+   (from S, itself on the unpaired Welch df) and its own part (n_c - 1); with no prior weight this is
+   scipy's paired t test exactly (tests/unit/stats/test_moderated.py).
 """
 import math
 from collections.abc import Mapping
@@ -118,7 +130,9 @@ def fit_study(logs: Mapping, blocked: bool = True) -> dict:
         k = len(part)
         mean = float(part["adj"].mean())
         var = float(part["adj"].var(ddof=1)) if k >= 2 else math.nan
-        out[key] = {"n": k, "mean": mean, "s2": var, "df": (k - 1) * shrink}
+        out[key] = {"n": k, "mean": mean, "s2": var, "df": (k - 1) * shrink,
+                    # block-adjusted residuals by block name, for the paired comparisons
+                    "resid": dict(zip(part["block_name"], (part["adj"] - mean).tolist()))}
         keys.append(key)
         s2.append(var)
         df.append((k - 1) * shrink)
@@ -155,6 +169,87 @@ def compare_cells(fit: Mapping, left, right, level: float = 0.95, margin: float 
     return moderated.compare(a["mean"], a["s2_post"], a["df_post"], a["n"], b["mean"],
                              b["s2_post"], b["df_post"], b["n"], level=level, margin=margin,
                              alpha_equivalence=alpha_equivalence)
+
+
+# A pair's own covariance is used from this many shared blocks on (2 degrees of freedom).
+MIN_COMMON_BLOCKS = 3
+# The paired prior is learnt from at least this many pairs; with fewer, comparisons stay unpaired.
+MIN_PAIRS_FOR_PRIOR = 5
+
+
+def paired_ratio(fit: Mapping, left, right):
+    """(u, df, n_common) of a pair of fit_study cells: u = s_d^2 / (s~_l^2 + s~_r^2), the variance
+    of their per-block differences over the unpaired posterior variance; None when they share
+    fewer than MIN_COMMON_BLOCKS blocks or a side has no spread."""
+    a, b = fit[left], fit[right]
+    ra, rb = a.get("resid") or {}, b.get("resid") or {}
+    common = [k for k in ra if k in rb]
+    unpaired = a["s2_post"] + b["s2_post"]
+    if len(common) < MIN_COMMON_BLOCKS or not (math.isfinite(unpaired) and unpaired > 0):
+        return None
+    d = np.array([ra[k] - rb[k] for k in common])
+    return float(d.var(ddof=1)) / unpaired, len(common) - 1, len(common)
+
+
+class PairedPrior:
+    """The study's prior for pairs: (d0, u0) of moderated.squeeze_var over the pairs' u
+    (`paired_ratio`). d0 = 0 (`none`) uses every pair's own covariance alone."""
+
+    def __init__(self, d0: float, u0: float, pairs: int):
+        self.d0, self.u0, self.pairs = d0, u0, pairs
+
+    @classmethod
+    def learn(cls, fit: Mapping, pairs) -> "PairedPrior | None":
+        ratios = [paired_ratio(fit, a, b) for a, b in dict.fromkeys(pairs)]
+        ratios = [x for x in ratios if x is not None and x[0] > 0]
+        if len(ratios) < MIN_PAIRS_FOR_PRIOR:
+            return None
+        d0, u0 = moderated.fit_f_dist([x[0] for x in ratios], [x[1] for x in ratios])
+        if math.isnan(d0):
+            return None
+        return cls(d0, u0, len(ratios))
+
+    @classmethod
+    def none(cls) -> "PairedPrior":
+        return cls(0.0, 1.0, 0)
+
+
+def compare_paired(fit: Mapping, left, right, prior: "PairedPrior | None", level: float = 0.95,
+                   margin: float = 0.10, alpha_equivalence: float = 0.05) -> dict:
+    """compare_cells with the pair's covariance (see the module's docstring, step 4); the unpaired
+    comparison where the cells share too few blocks or there is no prior. "paired": whether it was
+    used; "pair_u": the pair's moderated u (1: uncorrelated sides)."""
+    out = compare_cells(fit, left, right, level, margin, alpha_equivalence)
+    out.update(paired=False, pair_u=math.nan)
+    got = paired_ratio(fit, left, right) if prior is not None else None
+    if got is None or not math.isfinite(out["se_log"]) or out["se_log"] <= 0:
+        return out
+    u, d, nc = got
+    a, b = fit[left], fit[right]
+    nl, nr = a["n"], b["n"]
+    s_unpaired = a["s2_post"] + b["s2_post"]
+    welch = moderated.welch_df(a["s2_post"] / nl, a["df_post"], b["s2_post"] / nr, b["df_post"])
+    if math.isinf(prior.d0):
+        u_post, part_prior, part_own = prior.u0, prior.u0, 0.0
+    else:
+        u_post = (prior.d0 * prior.u0 + d * u) / (prior.d0 + d)
+        part_prior, part_own = prior.d0 * prior.u0 / (prior.d0 + d), d * u / (prior.d0 + d)
+    v_pair = u_post * s_unpaired
+    var = (a["s2_post"] / nl + b["s2_post"] / nr
+           - (s_unpaired - v_pair) * nc / (nl * nr))
+    var = max(var, v_pair * nc / (nl * nr))
+    # Satterthwaite over V's two parts: the prior's (uncertain through S, on the Welch df, and
+    # through the prior, on d0) and the pair's own (d degrees of freedom)
+    inverse = sum(0.0 if math.isinf(x) else 1.0 / x for x in (welch, prior.d0) if x > 0)
+    df_prior = 1.0 / inverse if inverse > 0 else math.inf
+    terms = [(part_prior, df_prior), (part_own, float(d))]
+    denom = sum(t * t / f for t, f in terms if t > 0 and not math.isinf(f))
+    # pooling never leaves fewer degrees of freedom than the pair's own paired t has
+    dof = max((part_prior + part_own) ** 2 / denom if denom > 0 else math.inf, float(d))
+    paired = moderated.from_se(math.log(out["ratio"]), math.sqrt(var), dof, out["n_left"],
+                               out["n_right"], level, margin, alpha_equivalence)
+    out.update(paired, paired=True, pair_u=float(u_post))
+    return out
 
 
 def critical_t(level: float, df: float) -> float:

@@ -132,3 +132,60 @@ def expected_agreement(log_ratio, se_a, df_a, se_b, df_b, level: float = 0.95, q
     return pd.DataFrame([{"band": name, "expected": np.mean(v) if v else math.nan,
                           "expected_sd": np.std(v) if v else math.nan}
                          for name, v in out.items()])
+
+
+def shared_cells_range(left, right, cell_se_a, cell_se_b, se_a, se_b, df_a, df_b,
+                       level: float = 0.95, draws: int = 4000, seed: int = 0) -> dict:
+    """Where the cross-run share of comparisons beyond their CIs lies for a calibrated method, on
+    this study's structure: {"low", "high", "median", "draws"} (the central `level` range of the
+    share over the draws).
+
+    Why. Comparisons share cells (every TF 2.x row of "TF2 vs TF1" has the TF 1.14 cell on its
+    right), so their exceedances come in clusters: if the shared cell happens to move between
+    the runs, many rows move together. The binomial CI of `rate` assumes independent rows and
+    fails a calibrated method far more often than 5 % (a simulation of the default study's
+    structure: about 1 run in 4); this range does not.
+
+    How. Each draw gives every cell of each run an error N(0, its se^2) (cell_se_*: {cell: se});
+    a row's error is its cells' difference, rescaled to the row's own se (a paired row's se is
+    smaller than its cells' sum); a row whose cells are unknown draws on its own. The draw's
+    share is that of `cross_run`: |row_a - row_b| / sqrt(se_a^2 + se_b^2) beyond the Welch
+    critical value."""
+    rng = np.random.default_rng(seed)
+    se_a, se_b = np.asarray(se_a, float), np.asarray(se_b, float)
+    df_a, df_b = np.asarray(df_a, float), np.asarray(df_b, float)
+    n = se_a.size
+    if n == 0:
+        return {"low": math.nan, "high": math.nan, "median": math.nan, "draws": 0}
+    names = sorted({c for c in list(left) + list(right) if c is not None})
+    index = {c: i for i, c in enumerate(names)}
+    crit = np.array([moderated.t_quantile(0.5 + level / 2, moderated.welch_df(
+        x * x, dx, y * y, dy)) for x, dx, y, dy in zip(se_a, df_a, se_b, df_b)])
+    shares = np.empty(draws)
+    for run_se, row_se, out in ((cell_se_a, se_a, "a"), (cell_se_b, se_b, "b")):
+        s = np.array([run_se.get(c, math.nan) for c in names])
+        li = np.array([index.get(c, -1) for c in left])
+        ri = np.array([index.get(c, -1) for c in right])
+        known = (li >= 0) & (ri >= 0)
+        s_l = np.where(known, s[np.maximum(li, 0)], math.nan)
+        s_r = np.where(known, s[np.maximum(ri, 0)], math.nan)
+        both = known & np.isfinite(s_l) & np.isfinite(s_r) & (s_l ** 2 + s_r ** 2 > 0)
+        scale = np.where(both, row_se / np.sqrt(np.where(both, s_l ** 2 + s_r ** 2, 1.0)), 0.0)
+        if out == "a":
+            plan_a = (li, ri, both, scale, s, row_se)
+        else:
+            plan_b = (li, ri, both, scale, s, row_se)
+    dfa, dfb = np.minimum(np.nan_to_num(df_a, nan=1e6), 1e6), np.minimum(
+        np.nan_to_num(df_b, nan=1e6), 1e6)
+    for i in range(draws):
+        errs = []
+        for li, ri, both, scale, s, row_se in (plan_a, plan_b):
+            cell = rng.standard_normal(len(names)) * np.nan_to_num(s)
+            row = (cell[np.maximum(li, 0)] - cell[np.maximum(ri, 0)]) * scale
+            errs.append(np.where(both, row, rng.standard_normal(n) * row_se))
+        # each run's se is itself estimated (its df): the t of the test, not a z
+        est = np.sqrt(se_a ** 2 * rng.chisquare(dfa) / dfa + se_b ** 2 * rng.chisquare(dfb) / dfb)
+        shares[i] = float((np.abs(errs[0] - errs[1]) / est > crit).mean())
+    tail = (1 - level) / 2
+    return {"low": float(np.quantile(shares, tail)), "high": float(np.quantile(shares, 1 - tail)),
+            "median": float(np.median(shares)), "draws": int(draws)}

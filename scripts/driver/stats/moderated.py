@@ -118,6 +118,14 @@ def compare(mean_left: float, s2_left: float, df_left: float, n_left: int, mean_
                    bound_pct=100.0 * math.expm1(abs(diff)))
         return out
     df = welch_df(v_l, df_left, v_r, df_right)
+    out.update(from_se(diff, se, df, n_left, n_right, level, margin, alpha_equivalence))
+    return out
+
+
+def from_se(diff: float, se: float, df: float, n_left: int, n_right: int, level: float = 0.95,
+            margin: float = 0.10, alpha_equivalence: float = 0.05) -> dict:
+    """compare's figures from a log difference, its standard error (> 0) and degrees of freedom."""
+    out = {"ratio": math.exp(diff), "n_left": int(n_left), "n_right": int(n_right)}
     half = t_quantile(0.5 + level / 2, df) * se
     bound_half = t_quantile(1 - alpha_equivalence, df) * se
     m = math.log1p(margin)

@@ -57,7 +57,7 @@ def open_score(ratio: float, se_log: float, df: float, n_min: float, margin: flo
     half = tq * se_log
     if abs(d) + half < m or abs(d) - half > m:
         return None
-    if n_min and half * math.sqrt(n_min / max_repeats) >= m:
+    if n_min and n_min < max_repeats and half * math.sqrt(n_min / max_repeats) >= m:
         return _TOO_WIDE  # too wide to settle even at max_repeats: processes there tell nothing
     return half / m
 

@@ -44,13 +44,22 @@ class Comparer:
         self.logs, self.level = logs, level
         self.margin, self.alpha_equivalence = margin, alpha_equivalence
         self.fit = blocks.fit_study(logs)
+        # the pairs' prior (blocks.PairedPrior), learnt from the study's own comparisons by
+        # `learn_pairs` once every table has named its pairs; until then comparisons are unpaired
+        self.prior: blocks.PairedPrior | None = None
         self._cache: dict = {}
+
+    def learn_pairs(self) -> None:
+        """Learn the paired prior from every pair asked for so far, and forget their results
+        (the next call computes each pair with its covariance)."""
+        self.prior = blocks.PairedPrior.learn(self.fit, list(self._cache))
+        self._cache.clear()
 
     def __call__(self, left_key: tuple, right_key: tuple) -> dict:
         key = (left_key, right_key)
         if key not in self._cache:
-            out = blocks.compare_cells(self.fit, left_key, right_key, self.level, self.margin,
-                                       self.alpha_equivalence)
+            out = blocks.compare_paired(self.fit, left_key, right_key, self.prior, self.level,
+                                        self.margin, self.alpha_equivalence)
             le = math.exp(self.fit[left_key]["mean"])
             re_ = math.exp(self.fit[right_key]["mean"])
             out.update(left_median_s=le, right_median_s=re_, pct=compare.seed_pct(le, re_),
@@ -348,7 +357,13 @@ def build_tables(cells: pd.DataFrame, logs: Mapping, reference_env: str, level: 
     # twin cells are for calibration only: builders see them as all_cells, never as cells
     study["cells"] = cells[~cells["machine"].map(layout.is_twin)] if not cells.empty else cells
     tables: dict[str, pd.DataFrame] = {}
-    for table in [t for t in REGISTRY if t.build and not t.after_verdicts]:
+    before = [t for t in REGISTRY if t.build and not t.after_verdicts]
+    # two passes: the first names every pair of the study, from which the paired prior is
+    # learnt (blocks.PairedPrior); the second computes each comparison with its pair's covariance
+    for table in before:
+        tables[table.name] = _build(table, study, tables)
+    comparer.learn_pairs()
+    for table in before:
         tables[table.name] = _build(table, study, tables)
     decide_study(tables, q, min_effect, alpha_equivalence)
     for table in [t for t in REGISTRY if t.build and t.after_verdicts]:

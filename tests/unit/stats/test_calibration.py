@@ -182,3 +182,43 @@ def test_compare_runs_on_the_real_table_format(tmp_path):
     out = compare_runs.compare_runs(GOLDEN, b, draws=10)
     assert out["envs_only_in_a"] == [dropped]
     assert out["comparisons_matched"] > 0
+
+
+def clustered_runs(rng, factor, refs=12, per_ref=20, se=0.06):
+    """Comparisons that share cells as "TF2 vs TF1" does: `refs` reference cells, each on the right
+    of `per_ref` rows. Each run's cell errors are N(0, (factor * se)^2) while the rows claim se:
+    factor 1 is a calibrated method, above 1 CIs too narrow, below 1 too wide."""
+    left = [f"l{i}" for i in range(refs * per_ref)]
+    right = [f"r{i // per_ref}" for i in range(refs * per_ref)]
+    cells = sorted(set(left) | set(right))
+    cell_se = {c: se for c in cells}
+    row_se = np.full(len(left), se * math.sqrt(2))
+    rows = []
+    for _ in range(2):
+        err = {c: rng.normal(0, factor * se) for c in cells}
+        rows.append(np.array([err[a] - err[b] for a, b in zip(left, right)]))
+    dof = np.full(len(left), 60.0)
+    share = calibration.cross_run(rows[0], row_se, dof, rows[1], row_se, dof)["beyond"]
+    span = calibration.shared_cells_range(left, right, cell_se, cell_se, row_se, row_se, dof, dof,
+                                          draws=1000, seed=int(rng.integers(1 << 30)))
+    return share, span
+
+
+def test_the_shared_cells_range_passes_a_calibrated_method_where_the_binomial_fails_it():
+    rng = np.random.default_rng(51)
+    runs = [clustered_runs(rng, 1.0) for _ in range(40)]
+    shared_ok = [s["low"] <= b["rate"] <= s["high"] for b, s in runs]
+    binomial_ok = [b["ok"] for b, _ in runs]
+    assert sum(shared_ok) >= 34  # about 95 % of calibrated runs pass
+    assert sum(binomial_ok) < sum(shared_ok) - 4  # rows are not independent
+    assert all(s["low"] < 0.05 < s["high"] for _, s in runs)
+
+
+@pytest.mark.parametrize("factor", [1.6, 0.45])
+def test_the_shared_cells_range_fails_cis_wrong_either_way(factor):
+    """CIs 1.6x too narrow, or 2.2x too wide (the conservative failure of the comparisons'
+    figure before pairing), fail in most runs."""
+    rng = np.random.default_rng(52)
+    runs = [clustered_runs(rng, factor) for _ in range(20)]
+    fails = sum(not (s["low"] <= b["rate"] <= s["high"]) for b, s in runs)
+    assert fails >= 15

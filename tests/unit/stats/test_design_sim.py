@@ -32,9 +32,10 @@ def analyse(procs: dict, pairs: list) -> pd.DataFrame:
     logs = {k: pd.Series([y for _, y in v], index=[f"m#{r}" for r, _ in v])
             for k, v in procs.items()}
     fit = blocks.fit_study(logs)
+    prior = blocks.PairedPrior.learn(fit, [(left, right) for left, right, _ in pairs])
     rows = []
     for left, right, effect in pairs:
-        out = blocks.compare_cells(fit, left, right, 0.95, MARGIN, ALPHA_EQ)
+        out = blocks.compare_paired(fit, left, right, prior, 0.95, MARGIN, ALPHA_EQ)
         rows.append({**out, "machine": "m", "env": "e", "left_cell_id": left[2],
                      "right_cell_id": right[2], "effect": effect})
     return verdicts.decide(pd.DataFrame(rows), q=Q, min_effect=MARGIN,
@@ -104,11 +105,13 @@ def test_aa_false_positive_rate_under_the_whole_design():
 
 def test_chasing_verdicts_inflates_the_rate_this_test_would_catch():
     """The control: the old allocation (more processes until a comparison is called) looks again
-    until something is significant; over the same simulation its A/A rate is clearly above 5 %."""
-    raw, _, n = aa_rates("verdict")
-    print(f"verdict-chasing allocation: p <= 0.05 in {raw} of {n}")
-    lo, _ = clopper_pearson(raw, n)
-    assert lo > 0.05, (raw, n)
+    until something is significant; over the same simulations its A/A rate is clearly above the
+    precision rule's (one-sided Fisher exact test)."""
+    raw, _, n = aa_rates("verdict", reps=40)
+    raw_p, _, n_p = aa_rates("precision", reps=40, seed=22)
+    print(f"verdict-chasing allocation: p <= 0.05 in {raw} of {n}; precision: {raw_p} of {n_p}")
+    test = sps.fisher_exact([[raw, n - raw], [raw_p, n_p - raw_p]], alternative="greater")
+    assert test.pvalue < 0.05, (raw, n, raw_p, n_p)
 
 
 def test_planted_ten_percent_effect_at_the_stated_power():

@@ -17,7 +17,8 @@ def study(tmp_path):
     files = [*write_processes(root, "tf2.0", 0.010, mode="graph"),
              *write_processes(root, "tf2.0", 0.020, mode="eager"),
              *write_processes(root, "tf2.3", 0.010, spread=0.05, mode="graph"),
-             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager")]
+             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager",
+                              orthogonal=True)]
     result = tab.tabulate(files, "tf1.14", 0.1, 0.95)
     return result
 
@@ -49,7 +50,8 @@ def test_cells_say_why_they_got_no_more(tmp_path):
     files = [*write_processes(root, "tf2.0", 0.010, mode="graph"),
              *write_processes(root, "tf2.0", 0.020, mode="eager"),
              *write_processes(root, "tf2.3", 0.010, spread=0.05, mode="graph"),
-             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager")]
+             *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager",
+                              orthogonal=True)]
 
     def why(repeats, max_repeats, budget_s, files=files):
         cells = tab.tabulate(files, "tf1.14", 0.1, 0.95, allocation={
@@ -61,7 +63,7 @@ def test_cells_say_why_they_got_no_more(tmp_path):
     assert set(why(3, 8, 5).loc["tf2.3"]) == {"budget"}  # a process costs 9.5 s
     assert set(why(3, 8, 0).loc["tf2.3"]) == {"off"}
     wide = [*files[:6], *write_processes(root, "tf2.3", 0.010, spread=0.4, mode="graph"),
-            *write_processes(root, "tf2.3", 0.0104, spread=0.4, mode="eager")]
+            *write_processes(root, "tf2.3", 0.0104, spread=0.4, mode="eager", orthogonal=True)]
     assert set(why(3, 8, 100, wide).loc["tf2.3"]) == {"too_wide"}
 
 
