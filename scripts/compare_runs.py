@@ -130,8 +130,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     cells_a, cells_b = load_cells(fa), load_cells(fb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
-    # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
     cell_cal["ok"] = cell_cal["beyond"]["ok"]  # cells share nothing: the binomial CI holds
+    # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
     cell_raw = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=False)
     comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
                           np.log(both["ratio_b"].astype(float)), level, centre=False)

@@ -162,25 +162,25 @@ def shared_cells_range(left, right, cell_se_a, cell_se_b, se_a, se_b, df_a, df_b
     crit = np.array([moderated.t_quantile(0.5 + level / 2, moderated.welch_df(
         x * x, dx, y * y, dy)) for x, dx, y, dy in zip(se_a, df_a, se_b, df_b)])
     shares = np.empty(draws)
-    for run_se, row_se, out in ((cell_se_a, se_a, "a"), (cell_se_b, se_b, "b")):
-        s = np.array([run_se.get(c, math.nan) for c in names])
-        li = np.array([index.get(c, -1) for c in left])
-        ri = np.array([index.get(c, -1) for c in right])
-        known = (li >= 0) & (ri >= 0)
-        s_l = np.where(known, s[np.maximum(li, 0)], math.nan)
-        s_r = np.where(known, s[np.maximum(ri, 0)], math.nan)
-        both = known & np.isfinite(s_l) & np.isfinite(s_r) & (s_l ** 2 + s_r ** 2 > 0)
+    li = np.array([index.get(c, -1) for c in left])
+    ri = np.array([index.get(c, -1) for c in right])
+
+    def plan(cell_se, row_se):
+        """Each run: its cells' se, and per row whether its cells are known and the rescaling."""
+        s = np.array([cell_se.get(c, math.nan) for c in names])
+        s_l = np.where(li >= 0, s[np.maximum(li, 0)], math.nan)
+        s_r = np.where(ri >= 0, s[np.maximum(ri, 0)], math.nan)
+        both = np.isfinite(s_l) & np.isfinite(s_r) & (np.nan_to_num(s_l ** 2 + s_r ** 2) > 0)
         scale = np.where(both, row_se / np.sqrt(np.where(both, s_l ** 2 + s_r ** 2, 1.0)), 0.0)
-        if out == "a":
-            plan_a = (li, ri, both, scale, s, row_se)
-        else:
-            plan_b = (li, ri, both, scale, s, row_se)
+        return both, scale, np.nan_to_num(s), row_se
+
+    plans = (plan(cell_se_a, se_a), plan(cell_se_b, se_b))
     dfa, dfb = np.minimum(np.nan_to_num(df_a, nan=1e6), 1e6), np.minimum(
         np.nan_to_num(df_b, nan=1e6), 1e6)
     for i in range(draws):
         errs = []
-        for li, ri, both, scale, s, row_se in (plan_a, plan_b):
-            cell = rng.standard_normal(len(names)) * np.nan_to_num(s)
+        for both, scale, s, row_se in plans:
+            cell = rng.standard_normal(len(names)) * s
             row = (cell[np.maximum(li, 0)] - cell[np.maximum(ri, 0)]) * scale
             errs.append(np.where(both, row, rng.standard_normal(n) * row_se))
         # each run's se is itself estimated (its df): the t of the test, not a z
