@@ -24,8 +24,11 @@ def test_rounds_twins_and_an_extra_round(tmp_path):
     # two rounds of every cell, the twin in both; the plan of round 2 chose from what was open
     plan = json.loads((work / "results" / "rounds" / machines[0] / "round2.json").read_text())
     assert plan["round"] == 2 and plan["left_s"] <= 600
-    third = sorted(p.name for p in (cells_root / machines[0] / "tf2.21").glob("*.r2.json"))
+    # a planned twin cell (a third element "twin") lands under the twin machine
+    third = sorted(p.name for m in machines for p in (cells_root / m / "tf2.21").glob("*.r2.json"))
     assert len(third) == len(plan["cells"])
+    planned_twins = sum(1 for c in plan["cells"] if c[2:] == ["twin"])
+    assert len(list((cells_root / machines[1] / "tf2.21").glob("*.r2.json"))) == planned_twins
     cells = pd.read_csv(work / "results" / "tables" / "cells.csv")
     main = cells[cells.machine == machines[0]]
     assert set(main.n_repeats) <= {2, 3} and main.allocation.notna().all()
