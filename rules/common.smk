@@ -356,13 +356,21 @@ def files_before_round(wildcards):
     return [f for r in range(rep) for f in cell_files(r, wildcards.machine)]
 
 
-def stop_rule(model):
-    """The runner's stopping rule: every value from config (the schema fills the defaults)."""
+def stop_rule(model, api=None):
+    """The runner's stopping rule: every value from config (the schema fills the defaults); a
+    fit_epoch cell's also says how many steps one call covers (config fit_epoch_steps).
+    """
     stop = dict(config["stop"])
     iterations = stop.pop("iterations")
     if iterations == "seed":
         iterations = models.SEED_ITERATIONS.get(model, 10)
-    return {"kind": stop.pop("rule"), "iterations": iterations, **stop}
+    out = {"kind": stop.pop("rule"), "iterations": iterations, **stop}
+    if api == "fit_epoch":
+        steps = config["fit_epoch_steps"]
+        out["steps_per_call"] = (
+            models.SEED_ITERATIONS.get(model, 10) if steps == "seed" else steps
+        )
+    return out
 
 
 def cell_params(wildcards):
@@ -376,9 +384,8 @@ def cell_params(wildcards):
 
 
 def rule_params(wildcards):
-    return json.dumps(
-        stop_rule(tfcells.parse_cell_id(wildcards.cell)["model"]), sort_keys=True
-    )
+    cell = tfcells.parse_cell_id(wildcards.cell)
+    return json.dumps(stop_rule(cell["model"], cell["api"]), sort_keys=True)
 
 
 def env_file(wildcards):

@@ -59,6 +59,8 @@ def run(cell, rule_dict, framework, foreign_max_share):
     out["first_call_s"] = timing.clock() - t
     traces_first = traces()
     out.update(timing.warm_up(prepared.step, rule, out["first_call_s"]))
+    per = float(rule.steps_per_call)  # fit_epoch: a call is an epoch of this many steps
+    out["warmup_block_medians_s"] = [m / per for m in out["warmup_block_medians_s"]]
     traces_warm = traces()
     window = machine.CpuWindow()
     announce(WINDOW_START)
@@ -66,12 +68,14 @@ def run(cell, rule_dict, framework, foreign_max_share):
     samples, stopped_by, wall, too_few = timing.sample_calls(prepared.step, rule)
     cpu = window.stop()
     announce(WINDOW_END)
+    samples = [s / per for s in samples]  # seconds per training step, as every other cell
     threads = threads_used(prepared)  # still inside the framework's steady state
     loss_last = prepared.step()
     if usermodels.is_user(cell["model"]):  # after the timed window: same weights, same outputs?
         out["same_function"] = samefunction.check(cell, framework)
     out.update({
-        "samples_s": samples, "stopped_by": stopped_by, "timed_wall_s": wall,
+        "samples_s": samples, "steps_per_call": rule.steps_per_call,
+        "stopped_by": stopped_by, "timed_wall_s": wall,
         "too_few_samples": too_few is not None, "too_few_reason": too_few,
         "traces_after_first_call": traces_first,
         "retraces_during_warmup": (None if traces_first is None

@@ -14,7 +14,10 @@ AXES = ("model", "data", "keras", "mode", "api", "input", "device")
 KERAS = ("keras", "tf.keras", "tf.python.keras", "tf_keras", "keras3", "none")
 MODES = all_modes()  # every framework's, in the catalogue's order (tfspeed/frameworks.py)
 
-TRAIN_APIS = ("train_on_batch", "fit", "custom_loop")
+# fit: one whole one-step fit() call per step, as the seed timed numpy input (its set-up in every
+# step); fit_epoch: one fit() over an epoch of `fit_epoch_steps` steps, the call's time over the
+# steps, as the seed timed tf.data and as a user who calls fit once per epoch pays it
+TRAIN_APIS = ("train_on_batch", "fit", "fit_epoch", "custom_loop")
 # Inference (the seed's seventh factor), named as users write it:
 #   call              the forward pass `model(x, training=False)` as the mode runs it: eagerly
 #                     (eager), inside tf.function (function) or with jit_compile (xla); in v1
@@ -81,7 +84,9 @@ def why_not(env, cell):
         return "the custom-gradient micro-case (y = x**2) is its own model and api"
     if cell["input"] in PYTHON_INPUTS and (api not in ("train_on_batch", "fit")
                                            or cell["keras"] == "none"):
-        return "a generator or Sequence input feeds Keras' train_on_batch and fit"
+        return "a generator or Sequence input feeds Keras' train_on_batch and one-step fit"
+    if api == "fit_epoch" and cell["keras"] == "none":
+        return "fit() is Keras'"
     reason = usermodels.layer_why_not(env, cell)  # a layer this Keras lacks: only its cells
     if reason:
         return reason

@@ -8,6 +8,10 @@ time stops falling; then `sample_calls` takes the samples.
 A step is one call of the API a user writes, whatever the input: one `train_on_batch(...)`, one
 whole one-step `fit(...)` (numpy arrays or a tf.data dataset alike), one custom-loop step, one
 matmul. The step must block until the work is done (it returns a host value).
+
+One cell's call covers several training steps: `fit_epoch`, one `fit()` over an epoch of
+`steps_per_call` steps, as the seed timed tf.data. Its samples are call times over
+`steps_per_call` (the runner divides), and its rule counts steps, not calls: `Rule.per_call`.
 """
 import math
 import time
@@ -20,6 +24,8 @@ clock = time.perf_counter
 # schema only), so a missing key is a bug in the caller, reported by name.
 RULE_KEYS = ("kind", "iterations", "target_rel", "min_samples", "max_samples", "budget_s",
              "level", "warmup_rel", "warmup_block_s", "warmup_max_s", "min_samples_max_s")
+# Given only for cells whose one call covers several steps (api fit_epoch); 1 when absent.
+OPTIONAL_KEYS = ("steps_per_call",)
 
 
 class Rule(object):
@@ -28,7 +34,7 @@ class Rule(object):
 
     def __init__(self, **values):
         missing = [k for k in RULE_KEYS if k not in values]
-        unknown = [k for k in values if k not in RULE_KEYS]
+        unknown = [k for k in values if k not in RULE_KEYS + OPTIONAL_KEYS]
         if missing or unknown:
             raise ValueError("stop rule: missing %s, unknown %s" % (missing, unknown))
         if values["kind"] not in ("fixed", "adaptive"):
@@ -42,6 +48,28 @@ class Rule(object):
             values["warmup_block_s"])
         self.warmup_max_s = float(values["warmup_max_s"])
         self.min_samples_max_s = float(values["min_samples_max_s"])
+        self.steps_per_call = int(values.get("steps_per_call", 1))
+        if self.steps_per_call < 1:
+            raise ValueError("stop rule: steps_per_call must be >= 1, not %r" % self.steps_per_call)
+        # the fewest calls in a warm-up block (the first block, and the block-size floor)
+        self.min_block_calls = 3
+        self.per_call()
+
+    def per_call(self):
+        """Count calls, not steps, where one call covers `steps_per_call` steps: the fixed rule's
+        `iterations` steps become ceil(iterations / steps) calls (the seed's one fit call over
+        `iterations` steps for tf.data), `min_samples` steps become max(3, ceil(min_samples /
+        steps)) calls, and a warm-up block may be a single call (a call is steps of warm-up by
+        itself). With one step per call nothing changes. The configured counts are kept as
+        `iterations_steps` and `min_samples_steps` in the record."""
+        steps = self.steps_per_call
+        self.iterations_steps, self.min_samples_steps = self.iterations, self.min_samples
+        if steps == 1:
+            return
+        self.iterations = int(math.ceil(self.iterations / float(steps)))
+        self.min_samples = max(3, int(math.ceil(self.min_samples / float(steps))))
+        self.max_samples = max(self.min_samples, self.max_samples)
+        self.min_block_calls = max(1, int(math.ceil(3.0 / steps)))
 
     def as_dict(self):
         return dict(self.__dict__)
@@ -61,9 +89,10 @@ def warm_up(step, rule, first_call_s):
     """Run blocks of calls until the step time stops falling; return a dict of what happened.
 
     The rule (stated in docs/METHOD.md): blocks of b calls, b chosen so a block lasts about
-    `warmup_block_s` (at least 3 calls) from the first call's time; warm-up ends at the first block
-    whose median is not lower than the previous block's by more than `warmup_rel` ("stable"), or
-    when `warmup_max_s` is spent ("cap"). Block medians are kept, so a reader can see the descent.
+    `warmup_block_s` (at least 3 calls; 1 where a call covers 3 steps or more) from the first
+    block's median call; warm-up ends at the first block whose median is not lower than the
+    previous block's by more than `warmup_rel` ("stable"), or when `warmup_max_s` is spent
+    ("cap"). Block medians are kept, so a reader can see the descent.
     """
     start = clock()
     guess = max(first_call_s, 1e-6)
@@ -71,14 +100,15 @@ def warm_up(step, rule, first_call_s):
     block = None
     while True:
         times = []
-        for _ in range(block or 3):
+        for _ in range(block or rule.min_block_calls):
             t = clock()
             step()
             times.append(clock() - t)
         calls += len(times)
         if block is None:  # size blocks from steady calls, not from the first call's trace
             guess = _median(times)
-            block = max(3, min(1000, int(math.ceil(rule.warmup_block_s / max(guess, 1e-6)))))
+            block = max(rule.min_block_calls,
+                        min(1000, int(math.ceil(rule.warmup_block_s / max(guess, 1e-6)))))
         medians.append(_median(times))
         elapsed = clock() - start
         if len(medians) >= 2 and medians[-1] >= medians[-2] * (1.0 - rule.warmup_rel):

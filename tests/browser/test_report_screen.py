@@ -65,8 +65,9 @@ def test_answer_sentences_from_verdicts(synthetic):
     assert ans["reference"] == "TF 1.14.0"
     whats = [s["what"] for s in ans["sentences"]]
     # one sentence per mode and API, graph and eager both, in the axes' order
-    assert whats == ["Eager mode, train_on_batch()", "Eager mode, fit()",
-                     "Graph mode, train_on_batch()", "Graph mode, fit()"]
+    assert whats == ["Eager mode, train_on_batch()", "Eager mode, fit() one step per call",
+                     "Eager mode, fit() over an epoch", "Graph mode, train_on_batch()",
+                     "Graph mode, fit() one step per call", "Graph mode, fit() over an epoch"]
     for s in ans["sentences"]:  # TF 2 was made 1.3x slower in both TF 2 envs
         assert re.search(r"in 0 of 2 versions, slower in 2 \(1\.[23]\d", s["text"]), s
         assert s["cls"] == "slower"
@@ -77,7 +78,7 @@ def test_answer_sentences_from_verdicts(synthetic):
     html = synthetic["html"]
     top = html[html.find('<section id="verdict"'):html.find('id="seed-check"')]
     assert "Graph mode, train_on_batch():" in top and 'class="forest"' in top
-    assert top.count('role="img"') == 4 and top.count("<title>Forest plot") == 4
+    assert top.count('role="img"') == 6 and top.count("<title>Forest plot") == 6
 
 
 def test_cross_flavour_and_matmul_rows_are_kept_apart():

@@ -91,13 +91,28 @@ def test_quick_study_outputs(quick_run):
     assert "call" in set(gve.api)
     fit = pd.read_csv(work / "results/tables/fit_vs_train_on_batch.csv")
     assert set(fit.left_api) == {"fit"} and set(fit.right_api) == {"train_on_batch"}
+    # fit over an epoch: one call of fit_epoch_steps (6) steps, its samples per step; in Keras 3
+    # a one-step fit() pays fit's set-up in every step, an epoch pays it once: had the runner not
+    # divided by the steps, the epoch's "step" (6 steps and the set-up) would be the slower
+    epoch = ok[ok.api == "fit_epoch"]
+    assert set(zip(epoch.env, epoch.input)) >= {("tf1.14", "numpy"), ("tf1.14", "tfdata"),
+                                                 ("tf2.21", "numpy"), ("tf2.21", "tfdata"),
+                                                 ("keras3-jax", "numpy")}
+    assert (epoch.steps_per_call == 6).all() and (ok[ok.api != "fit_epoch"].steps_per_call == 1).all()
+    assert (epoch.n_samples == 2).all()  # the fixed rule's 12 steps are 2 calls of 6
+    by_id = ok.set_index(["env", "cell_id"]).median_s
+    assert by_id[("tf2.21", "small-small.keras3.eager.fit_epoch.numpy.cpu")] < \
+        by_id[("tf2.21", "small-small.keras3.eager.fit.numpy.cpu")]
+    fit_epoch = pd.read_csv(work / "results/tables/fit_epoch_vs_train_on_batch.csv")
+    assert set(fit_epoch.left_api) == {"fit_epoch"} and set(fit_epoch.right_api) == {
+        "train_on_batch"} and len(fit_epoch) >= 5
     assert (ok.median_s > 0).all() and (ok.first_call_s > 0).all()
     # with one process per cell there is no process-level CI (and so no verdict)
     several = ok[ok.n_repeats > 1]
     assert (several.ci_low_s <= several.median_s).all()
     assert (several.median_s <= several.ci_high_s).all()
     assert ok[ok.n_repeats == 1].ci_low_s.isna().all()
-    assert (ok.n_samples >= 12).all()
+    assert (ok[ok.api != "fit_epoch"].n_samples >= 12).all()
     for name, record in cell_records(work).items():
         prov = record["provenance"]
         assert prov["machine"]["cpu_model"], name
@@ -122,16 +137,19 @@ def test_quick_study_outputs(quick_run):
             assert window["own_cpu_s"] > 0, name
         assert isinstance(record["foreign_cpu_flag"], bool), name
         assert prov["orchestrator_cpu"]["window_s"] > 0, name
-        # the warm-up rule: stable after two blocks of at least 3 calls, or capped by time (a slow
-        # cell, such as the LSTM's 10 s steps in Keras 3 eager, spends warmup_max_s in one block)
+        # the warm-up rule: stable after two blocks of at least 3 calls (1 where a call is an
+        # epoch of steps), or capped by time (a slow cell, such as the LSTM's 10 s steps in Keras
+        # 3 eager, spends warmup_max_s in one block)
         medians = record["warmup_block_medians_s"]
+        least = record["rule"]["min_block_calls"]
+        assert least == (1 if record["api"] == "fit_epoch" else 3), name
         if record["warmup_stopped_by"] == "stable":
-            assert record["warmup_calls"] >= 6 and len(medians) >= 2, name
+            assert record["warmup_calls"] >= 2 * least and len(medians) >= 2, name
             assert medians[-1] >= medians[-2] * (1 - record["rule"]["warmup_rel"]), name
         else:
             assert record["warmup_stopped_by"] == "cap", name
             assert record["warmup_s"] >= record["rule"]["warmup_max_s"], name
-            assert record["warmup_calls"] >= 3 * len(medians) >= 3, name
+            assert record["warmup_calls"] >= least * len(medians) >= least, name
 
 
 def test_rerun_does_nothing(quick_run):

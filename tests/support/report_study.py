@@ -71,6 +71,18 @@ def synthetic_study(root: Path, n_samples=60, big_cell_samples=0):
                                           samples=samples * (1.0 + 0.01 * (rep - 1)))
                             rec["repeat"] = rep
                             records.append(rec)
+    # fit over an epoch (50 steps per call), tf.keras in every env: 1.05x train_on_batch's step
+    for env, version in ENVS.items():
+        for mode in ("eager", "graph"):
+            for inp in ("numpy", "tfdata"):
+                base = 0.021 * (1.3 if env != "tf1.14" else 1.0) * (0.8 if mode == "graph"
+                                                                    else 1.0)
+                samples = base * rng.lognormal(0.0, 0.05, 6)
+                for rep in range(3):
+                    rec = _record(env, version, _axes("tf.keras", mode, "fit_epoch", inp), "ok",
+                                  samples=samples * (1.0 + 0.01 * (rep - 1)))
+                    rec.update(repeat=rep, steps_per_call=50)
+                    records.append(rec)
     records.append(_record("tf2.21", "2.21.0", _axes("keras3", "eager", "fit", "numpy"), "failed",
                            reason="crashed: " + XSS, log_tail="Traceback\n  " + XSS + "\nEOF"))
     records.append(_record("tf2.21", "2.21.0", _axes("keras3", "graph", "fit", "numpy"),

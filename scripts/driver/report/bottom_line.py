@@ -1,8 +1,9 @@
-"""The bottom line: three to six sentences at the top of the report, each computed from the
+"""The bottom line: three to seven sentences at the top of the report, each computed from the
 tables (never typed): per mode the range of TF 2.x / TF 1 ratios and the worst upper bound at the
 CI's level, what today's default tf.keras (Keras 3) gives beside the legacy tf_keras, where the
-slowdown starts (the other TF 1 releases against the reference), each other framework's best
-against TensorFlow's best, the smallest difference the run resolves, and, when the tables of a
+slowdown starts (the other TF 1 releases against the reference), fit() over an epoch and in
+one-step calls against train_on_batch, each other framework's best against TensorFlow's best,
+the smallest difference the run resolves, and, when the tables of a
 previous run are at hand, whether the two runs agree.
 
 Every sentence degrades to saying what is missing when a table or column is absent."""
@@ -191,6 +192,43 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
             "cls": "mixed"}
 
 
+def _ratio_summary(df: pd.DataFrame) -> tuple[str, int, int] | None:
+    """(range and median of the rows' ratios, rows, rows decided slower) of a fit table."""
+    rows = [r for r in records(df) if text(r.get("left_keras")) == text(r.get("right_keras"))]
+    ratios = np.array([num(r.get("ratio")) for r in rows], dtype=float)
+    ratios = ratios[np.isfinite(ratios)]
+    if not ratios.size:
+        return None
+    slower = sum(norm_verdict(r.get("verdict")) == RIGHT_FASTER for r in rows)
+    lo, hi, mid = ratios.min(), ratios.max(), float(np.median(ratios))
+    span = f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}x (median {mid:.2f}x)"
+    return span, int(ratios.size), int(slower)
+
+
+def fit_line(tabs: dict, cells: pd.DataFrame) -> dict | None:
+    """fit() as users call it: over an epoch (fit_epoch: one call of steps_per_call steps)
+    against train_on_batch, beside the one-step fit() call, whose set-up is in every step."""
+    epoch = _ratio_summary(tabs.get("fit_epoch_vs_train_on_batch", pd.DataFrame()))
+    one = _ratio_summary(tabs.get("fit_vs_train_on_batch", pd.DataFrame()))
+    if epoch is None and one is None:
+        return None
+    steps = sorted({int(v) for v in ncol(cells[col(cells, "api").map(text) == "fit_epoch"],
+                                          "steps_per_call").dropna()}) if not cells.empty else []
+    per = f"{'/'.join(str(s) for s in steps)} steps per call" if steps else "an epoch per call"
+    bits = []
+    if epoch is not None:
+        bits.append(f"fit() over an epoch ({per}) takes {epoch[0]} train_on_batch()'s step "
+                    f"time in {epoch[1]} configurations, {epoch[2]} of them significantly slower")
+    else:
+        bits.append("fit() over an epoch was not measured")
+    if one is not None:
+        bits.append(f"a one-step fit() call, which pays fit's set-up in every step, takes "
+                    f"{one[0]} ({one[2]} of {one[1]} slower)")
+    return {"what": "fit() as you call it", "text": "; ".join(bits) + ".", "cls": "mixed",
+            "note": "fit() 1 step/call pays fit's set-up (data adapter, callbacks, train "
+                    "function) in every step; fit() epoch/call pays it once per epoch"}
+
+
 def resolution_line(head: pd.DataFrame, level: float) -> dict | None:
     """The smallest difference this run resolves: the median half-width of a version's CI."""
     lo, hi = ncol(head, "ratio_ci_low"), ncol(head, "ratio_ci_high")
@@ -243,6 +281,7 @@ def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: floa
         heads.append(head)
         lines.append(mode_line(head, mode, HEADLINE_API, reference, level))
     for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env),
+                 fit_line(tabs, cells),
                  frameworks_line(tabs.get("frameworks_best", pd.DataFrame())),
                  resolution_line(pd.concat(heads) if heads else pd.DataFrame(), level)):
         if line:

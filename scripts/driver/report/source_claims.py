@@ -220,7 +220,10 @@ def seed_checks(tabs: dict, cells: pd.DataFrame) -> list[dict]:
 
 # ------------------------------------------------------------------ this machine's own rules
 
-RULE_CONTEXT = {"fit_vs_train_on_batch": ("fit()", "train_on_batch()", ["mode", "input"]),
+RULE_CONTEXT = {"fit_vs_train_on_batch": ("fit() 1 step/call", "train_on_batch()",
+                                          ["mode", "input"]),
+                "fit_epoch_vs_train_on_batch": ("fit() epoch/call", "train_on_batch()",
+                                                ["mode", "input"]),
                 "numpy_vs_tfdata": ("numpy input", "tf.data input", ["mode", "api"]),
                 "graph_vs_eager": ("graph mode", "eager mode", ["api", "input"])}
 

@@ -110,7 +110,9 @@ COLUMNS = {c.name: c for c in [
     *_cols("number", "", None, [
         ("n_left", "Processes of the left cell."), ("n_right", "Processes of the right cell."),
         ("n_repeats", "Processes of the cell."), ("n_failed_repeats", "Processes that failed."),
-        ("n_samples", "Timed steps, over all processes."), ("df", "Degrees of freedom."),
+        ("n_samples", "Timed calls, over all processes (each a sample of the step time)."),
+        ("steps_per_call", "Training steps per timed call: 1, or fit_epoch's epoch (its "
+         "samples are the call's time over these steps)."), ("df", "Degrees of freedom."),
         ("n_versions", "Versions in the series."), ("pairs", "Twin pairs."),
         ("called_different", "Twin pairs called different."), ("rate", "The A/A rate."),
         ("threshold", "The study's per-test p threshold."), ("alpha", "The false rate asked."),

@@ -7,12 +7,16 @@ from tfspeed import frameworks
 FRAMEWORK = {f.name: f.label for f in frameworks.CATALOGUE}  # "TensorFlow"
 FRAMEWORK_SHORT = {f.name: f.short_label for f in frameworks.CATALOGUE}  # "TF"
 
-API = {"train_on_batch": "train_on_batch()", "fit": "fit()", "custom_loop": "custom loop",
-       "matmul": "matmul"}
+# fit is timed two ways (tfspeed/cells.py), named so a reader knows which: a whole fit() call per
+# training step (the seed's numpy timing, set-up in every step) and one fit() over an epoch (the
+# seed's tf.data timing: the call's time over its steps, set-up paid once per epoch)
+API = {"train_on_batch": "train_on_batch()", "fit": "fit() 1 step/call",
+       "fit_epoch": "fit() epoch/call", "custom_loop": "custom loop", "matmul": "matmul"}
 MODE = {"eager": "Eager", "graph": "Graph", "run_eagerly": "run_eagerly", "function": "tf.function",
         "xla": "XLA", "compile": "torch.compile", "torchscript": "TorchScript", "numpy": "NumPy"}
 
-API_PHRASE = {**API, "custom_loop": "a custom loop", "predict": "predict()", "call": "model(x)",
+API_PHRASE = {**API, "fit": "fit() one step per call", "fit_epoch": "fit() over an epoch",
+              "custom_loop": "a custom loop", "predict": "predict()", "call": "model(x)",
               "predict_on_batch": "predict_on_batch()"}
 MODE_PHRASE = {"graph": "Graph mode", "eager": "Eager mode",
                **{m: MODE[m] for m in ("run_eagerly", "function", "xla")}}

@@ -15,7 +15,7 @@ from tfspeed.cells import AXES, task
 CELL_COLUMNS = [
     "machine", "env", "framework", "framework_version", "python", "keras", "keras_version",
     "mode", "api", "input", "device", "model", "data", "status", "reason", "n_samples",
-    "n_repeats", "n_failed_repeats", "median_s", "ci_low_s", "ci_high_s", "ci_level",
+    "steps_per_call", "n_repeats", "n_failed_repeats", "median_s", "ci_low_s", "ci_high_s", "ci_level",
     "ci_rel_halfwidth", "ci_df", "first_call_s", "mean_s", "sd_s", "iqr_s", "min_s", "max_s", "noisy",
     "drift", "drift_p", "drift_ratio", "between_sd", "within_ci_rel", "retraces", "stopped_by",
     "flops_per_step", "achieved_flops", "peak_flops", "efficiency", "numpy_version", "optimizer",
@@ -163,6 +163,7 @@ def pool_cells(records: Sequence[dict], level: float = 0.95, noisy_threshold: fl
                 "foreign_cpu_flag": any(bool(r.get("foreign_cpu_flag")) for r in oks),
                 "threads": _threads_text(oks[0].get("threads")),
                 "n_samples": pooled["n"],
+                "steps_per_call": max(int(r.get("steps_per_call") or 1) for r in oks),
                 "median_s": median, "ci_low_s": est["ci_low_s"], "ci_high_s": est["ci_high_s"],
                 "ci_level": level,
                 "ci_rel_halfwidth": (est["ci_high_s"] - est["ci_low_s"]) / 2.0 / median,

@@ -93,8 +93,16 @@ REGISTRY = [
           "+ when NumPy input is faster than tf.data",
           "numpy arrays vs a tf.data.Dataset as input. Left = numpy.",
           build=_COMPARISONS + "factor_table", chased=True),
-    Table("fit_vs_train_on_batch", "fit vs train_on_batch", "api", "fit", "train_on_batch",
-          "+ when fit() is faster", "fit() vs train_on_batch(). Left = fit.",
+    Table("fit_vs_train_on_batch", "fit (1 step/call) vs train_on_batch", "api", "fit",
+          "train_on_batch", "+ when the one-step fit() is faster",
+          "fit() with one training step per call (a whole fit() call per step, its set-up "
+          "included: the seed's numpy timing) vs train_on_batch(). Left = fit.",
+          build=_COMPARISONS + "factor_table", chased=True),
+    Table("fit_epoch_vs_train_on_batch", "fit (epoch/call) vs train_on_batch", "api",
+          "fit_epoch", "train_on_batch", "+ when fit() over an epoch is faster",
+          "fit() over an epoch (one call of `steps_per_call` steps, its time over the steps: "
+          "the seed's tf.data timing, how a user who calls fit once per epoch trains) vs "
+          "train_on_batch(). Left = fit over an epoch.",
           build=_COMPARISONS + "factor_table", chased=True),
     Table("call_vs_predict", "model(x) vs predict", "api", None, None,
           "+ when the first-named call style is faster",

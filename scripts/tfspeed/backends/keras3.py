@@ -33,7 +33,8 @@ def prepare(cell, rule):
     if cell["input"] in kerasnet.PYTHON_INPUTS:  # a generator or a PyDataset
         return Prepared(step=kerasnet.python_input_steps(keras, net, x, y, cell["api"],
                                                          cell["input"]), facts=facts)
-    return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"]), facts=facts)
+    return Prepared(step=kerasnet.numpy_steps(net, x, y, cell["api"], rule.steps_per_call),
+                    facts=facts)
 
 
 # Which cells this backend runs (tfspeed/backends/__init__.py): Keras 3 on the jax or torch backend.
@@ -49,7 +50,7 @@ def why_not(env, cell):
     api, mode = cell["api"], cell["mode"]
     if cell["input"] == "tfdata":
         return "no TensorFlow in this env"
-    if api not in ("train_on_batch", "fit", "call", "predict", "predict_on_batch"):
+    if api not in ("train_on_batch", "fit", "fit_epoch", "call", "predict", "predict_on_batch"):
         return "Keras 3 backends are studied through Keras' own APIs"
     if mode not in ("eager", "run_eagerly"):
         return "Keras 3 offers eager (its default, compiled steps) and run_eagerly"

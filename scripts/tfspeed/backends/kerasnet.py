@@ -1,6 +1,7 @@
 """Keras pieces shared by every Keras flavour (standalone 2.x, tf.keras, tf_keras, Keras 3 on any
 backend): the seed's models built from models.MODELS, the optimizer, data, and the step callables
-for train_on_batch, fit, predict and predict_on_batch. Framework-specific set-up (and `call`, which
+for train_on_batch, fit (one step per call), fit_epoch (an epoch of steps per call), predict and
+predict_on_batch. Framework-specific set-up (and `call`, which
 each framework runs its own way) stays in tf.py / keras3.py.
 """
 import numpy as np
@@ -163,6 +164,22 @@ def fit_step(net, inputs, api_batch=None):
         net.fit(inputs, steps_per_epoch=1, epochs=1, verbose=0).history["loss"][-1])
 
 
+def fit_epoch_step(net, inputs, steps, api_batch=None):
+    """One call of `fit_epoch`: a whole `fit()` over one epoch of `steps` steps, as the seed timed
+    tf.data (`fit(data, steps_per_epoch=iters)`, time over iters) and as a user who calls fit once
+    per epoch pays it; the runner divides the call's time by `steps`. numpy: the batch stacked
+    `steps` times into one array, `batch_size` the batch, `shuffle=False` (tf.data is not
+    shuffled either; a user's default shuffle=True adds a gather per batch); tf.data: the
+    repeating dataset with `steps_per_epoch=steps`. fit's set-up is paid once per call."""
+    if api_batch is not None:
+        x, y = inputs
+        xs, ys = np.concatenate([x] * steps), np.concatenate([y] * steps)
+        return lambda: host_loss(net.fit(xs, ys, batch_size=api_batch, epochs=1, verbose=0,
+                                         shuffle=False).history["loss"][-1])
+    return lambda: host_loss(
+        net.fit(inputs, steps_per_epoch=steps, epochs=1, verbose=0).history["loss"][-1])
+
+
 def host_output(value):
     """The model's output as a numpy array on the host (a tensor's .numpy() where it is one, so
     the framework has finished); its first value as a float for the record's loss fields."""
@@ -173,7 +190,7 @@ def host_output(value):
     return float(np.asarray(value).reshape(-1)[0])
 
 
-def numpy_steps(net, x, y, api):
+def numpy_steps(net, x, y, api, steps_per_call=1):
     if api == "predict":  # one batch: the whole array, as fit takes it
         return lambda: host_output(net.predict(x, batch_size=x.shape[0], verbose=0))
     if api == "predict_on_batch":
@@ -182,6 +199,8 @@ def numpy_steps(net, x, y, api):
         return lambda: host_loss(net.train_on_batch(x, y))
     if api == "fit":
         return fit_step(net, (x, y), api_batch=x.shape[0])
+    if api == "fit_epoch":
+        return fit_epoch_step(net, (x, y), steps_per_call, api_batch=x.shape[0])
     raise Unsupported("api %s with numpy input" % api)
 
 

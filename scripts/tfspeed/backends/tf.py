@@ -157,13 +157,16 @@ def prepare(cell, rule):
         return get() if get else None
 
     if inp == "numpy":
-        return Prepared(step=kerasnet.numpy_steps(net, x, y, api), traces=keras_traces,
-                        facts=facts)
+        return Prepared(step=kerasnet.numpy_steps(net, x, y, api, rule.steps_per_call),
+                        traces=keras_traces, facts=facts)
     if inp in kerasnet.PYTHON_INPUTS:  # a generator or a Sequence
         return Prepared(step=kerasnet.python_input_steps(K, net, x, y, api, inp),
                         traces=keras_traces, facts=facts)
     if api == "fit":
         return Prepared(step=kerasnet.fit_step(net, dataset), traces=keras_traces, facts=facts)
+    if api == "fit_epoch":
+        return Prepared(step=kerasnet.fit_epoch_step(net, dataset, rule.steps_per_call),
+                        traces=keras_traces, facts=facts)
     # train_on_batch over tf.data
     if tf.executing_eagerly():
         iterator = iter(dataset)

@@ -66,6 +66,41 @@ def test_keras3_beside_tf_keras_and_tf1_releases():
     assert "TF 2.0.4 13.0 ms (3.25x)" in start
 
 
+def test_fit_as_users_call_it_beside_the_one_step_call():
+    """fit() over an epoch and the one-step fit(), each against train_on_batch, from their own
+    tables; the epoch's steps from the cells; the line changes when the tables do."""
+    def fit_row(env, ratio, verdict, api):
+        return {**_row("2.21.0", ratio, ratio * 0.9, ratio * 1.1, verdict, api=api),
+                "left_env": env, "right_env": env, "left_api": api, "right_api": "train_on_batch",
+                "right_keras": "tf.keras"}
+    tabs = {**_tabs(GRAPH),
+            "fit_epoch_vs_train_on_batch": pd.DataFrame([
+                fit_row("tf1.14", 1.05, "inconclusive", "fit_epoch"),
+                fit_row("tf2.0", 0.95, "inconclusive", "fit_epoch"),
+                fit_row("tf2.21", 1.30, "right_faster", "fit_epoch")]),
+            "fit_vs_train_on_batch": pd.DataFrame([
+                fit_row("tf1.14", 1.2, "right_faster", "fit"),
+                fit_row("tf2.21", 8.0, "right_faster", "fit")])}
+    cells = pd.DataFrame([{"api": "fit_epoch", "steps_per_call": 200, "status": "ok"},
+                          {"api": "fit", "steps_per_call": 1, "status": "ok"}])
+    lines = {line["what"]: line["text"] for line in
+             bottom_line(tabs, cells, "tf1.14")["lines"]}
+    text = lines["fit() as you call it"]
+    assert ("fit() over an epoch (200 steps per call) takes 0.95–1.30x (median 1.05x) "
+            "train_on_batch()'s step time in 3 configurations, 1 of them significantly slower"
+            in text)
+    assert "a one-step fit() call, which pays fit's set-up in every step, takes 1.20–8.00x " \
+        "(median 4.60x) (2 of 2 slower)" in text
+    # without the epoch table: said, not dropped; without either: no line
+    del tabs["fit_epoch_vs_train_on_batch"]
+    text = {line["what"]: line["text"] for line in
+            bottom_line(tabs, cells, "tf1.14")["lines"]}["fit() as you call it"]
+    assert text.startswith("fit() over an epoch was not measured")
+    del tabs["fit_vs_train_on_batch"]
+    assert "fit() as you call it" not in {
+        line["what"] for line in bottom_line(tabs, cells, "tf1.14")["lines"]}
+
+
 def test_missing_tables_and_columns_degrade():
     assert bottom_line({}, pd.DataFrame(), "tf1.14")["lines"] == []
     rows = pd.DataFrame(GRAPH).drop(columns=["ratio_ci_low", "ratio_ci_high"])

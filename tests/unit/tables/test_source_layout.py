@@ -30,7 +30,8 @@ def test_guidance_lists(tmp_path):
     assert list(guide["ratio_to_fastest"]) == pytest.approx([1.0, 1.0, 5.0, 2.1], rel=1e-3)
     assert guide.loc[2, "configuration"] == \
         "train_on_batch() + numpy + tf.python.keras + TF 2.0.0 + Eager + CPU"
-    assert "fit() + numpy + tf.keras + TF 2.0.0 + Eager + CPU" in set(guide["configuration"])
+    assert "fit() 1 step/call + numpy + tf.keras + TF 2.0.0 + Eager + CPU" in set(
+        guide["configuration"])
 
 
 def test_seed_view(seed_case):

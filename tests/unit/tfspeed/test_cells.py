@@ -157,7 +157,8 @@ def test_every_refusal_says_why():
 
 def test_task_of_every_api():
     assert {a: cells.task(a) for a in cells.APIS} == {
-        "train_on_batch": "train", "fit": "train", "custom_loop": "train", "call": "infer",
+        "train_on_batch": "train", "fit": "train", "fit_epoch": "train", "custom_loop": "train",
+        "call": "infer",
         "inference_mode": "infer", "predict": "infer", "predict_on_batch": "infer",
         "matmul": "micro", "gradient": "micro"}
 

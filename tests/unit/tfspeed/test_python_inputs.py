@@ -38,10 +38,12 @@ def test_keras_train_on_batch_and_fit_take_them_everywhere():
 
 
 def test_other_cells_with_them_say_why_not():
-    why = "a generator or Sequence input feeds Keras' train_on_batch and fit"
+    why = "a generator or Sequence input feeds Keras' train_on_batch and one-step fit"
     assert cells.why_not(TORCH, cell(keras="none", api="custom_loop")) == why
     assert cells.why_not(TF221, cell(keras="keras3", api="custom_loop")) == why
     assert cells.why_not(TF221, cell(keras="keras3", api="predict", input="sequence")) == why
+    # fit over an epoch is timed on numpy and tf.data (the seed's inputs), as fit_epoch_step feeds
+    assert cells.why_not(TF221, cell(keras="keras3", api="fit_epoch", input="generator")) == why
     # the rules that held before still hold: standalone Keras 2.2 runs in a v1 graph only
     assert cells.why_not(TF114, cell(keras="keras", mode="eager")) is not None
 

@@ -134,3 +134,41 @@ def test_train_flops_of_the_mlp_by_hand():
     # seed 002: 1000 samples, 10 -> 50 -> 1
     d1, d2 = 2 * 1000 * 10 * 50, 2 * 1000 * 50 * 1
     assert models.train_flops("mlp", "mlp") == 3 * (d1 + d2) - d1
+
+
+def test_a_call_of_several_steps_counts_steps_not_calls():
+    """fit_epoch: one call is an epoch of steps_per_call steps. The fixed rule's iterations and
+    min_samples are steps, so they become calls; one step per call changes nothing."""
+    one = rule(kind="fixed", iterations=200, min_samples=30)
+    assert (one.iterations, one.min_samples, one.min_block_calls) == (200, 30, 3)
+    epoch = rule(kind="fixed", iterations=200, min_samples=30, steps_per_call=200)
+    assert (epoch.iterations, epoch.min_samples, epoch.min_block_calls) == (1, 3, 1)
+    assert (epoch.iterations_steps, epoch.min_samples_steps) == (200, 30)
+    assert epoch.as_dict()["steps_per_call"] == 200
+    six = rule(kind="fixed", iterations=12, min_samples=30, steps_per_call=6)
+    assert (six.iterations, six.min_samples, six.min_block_calls) == (2, 5, 1)
+    two = rule(steps_per_call=2)
+    assert (two.min_samples, two.min_block_calls) == (15, 2)
+    samples, stopped_by, _, _ = timing.sample_calls(lambda: None, six)
+    assert len(samples) == 2 and stopped_by == "count"
+    with pytest.raises(ValueError, match="steps_per_call"):
+        rule(steps_per_call=0)
+    with pytest.raises(ValueError, match="unknown.*steps"):
+        rule(steps=3)
+
+
+def test_warm_up_blocks_of_long_calls_are_single_calls():
+    """A call that is an epoch warms up by itself: blocks of one call, so a steady epoch call
+    warms up in two calls, where one-step calls take at least three a block."""
+    calls = []
+
+    def epoch():
+        calls.append(1)
+        time.sleep(0.03)
+
+    out = timing.warm_up(epoch, rule(warmup_block_s=0.01, warmup_rel=0.5, steps_per_call=50),
+                         first_call_s=0.03)
+    assert out["warmup_stopped_by"] == "stable" and out["warmup_calls"] == len(calls) == 2
+    calls.clear()
+    out = timing.warm_up(epoch, rule(warmup_block_s=0.01, warmup_rel=0.5), first_call_s=0.03)
+    assert out["warmup_calls"] == len(calls) == 6
