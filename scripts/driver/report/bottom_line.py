@@ -192,17 +192,19 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
             "cls": "mixed"}
 
 
-def _ratio_summary(df: pd.DataFrame) -> tuple[str, int, int] | None:
-    """(range and median of the rows' ratios, rows, rows decided slower) of a fit table."""
+def _ratio_summary(df: pd.DataFrame) -> tuple[str, int, int, int] | None:
+    """(range and median of the rows' ratios, rows, rows decided slower, rows decided faster)
+    of a fit table."""
     rows = [r for r in records(df) if text(r.get("left_keras")) == text(r.get("right_keras"))]
     ratios = np.array([num(r.get("ratio")) for r in rows], dtype=float)
     ratios = ratios[np.isfinite(ratios)]
     if not ratios.size:
         return None
     slower = sum(norm_verdict(r.get("verdict")) == RIGHT_FASTER for r in rows)
+    faster = sum(norm_verdict(r.get("verdict")) == LEFT_FASTER for r in rows)
     lo, hi, mid = ratios.min(), ratios.max(), float(np.median(ratios))
     span = f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}x (median {mid:.2f}x)"
-    return span, int(ratios.size), int(slower)
+    return span, int(ratios.size), int(slower), int(faster)
 
 
 def fit_line(tabs: dict, cells: pd.DataFrame) -> dict | None:
@@ -218,12 +220,13 @@ def fit_line(tabs: dict, cells: pd.DataFrame) -> dict | None:
     bits = []
     if epoch is not None:
         bits.append(f"fit() over an epoch ({per}) takes {epoch[0]} train_on_batch()'s step "
-                    f"time in {epoch[1]} configurations, {epoch[2]} of them significantly slower")
+                    f"time in {epoch[1]} configurations: significantly slower in {epoch[2]}, "
+                    f"faster in {epoch[3]}")
     else:
         bits.append("fit() over an epoch was not measured")
     if one is not None:
         bits.append(f"a one-step fit() call, which pays fit's set-up in every step, takes "
-                    f"{one[0]} ({one[2]} of {one[1]} slower)")
+                    f"{one[0]} (slower in {one[2]}, faster in {one[3]} of {one[1]})")
     return {"what": "fit() as you call it", "text": "; ".join(bits) + ".", "cls": "mixed",
             "note": "fit() 1 step/call pays fit's set-up (data adapter, callbacks, train "
                     "function) in every step; fit() epoch/call pays it once per epoch"}

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from driver.report.fmt import cell, fmt_pct, num, records, text
+from driver.tables.labels import API
 from driver.tables.source_layout import BLOCK, NOTE, VERDICT_PREFIX, seed_view
 
 # How the report marks a % by its comparison's verdict: CSS class suffix, text suffix.
@@ -45,7 +46,9 @@ def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list)
                     cls = ("pos" if v > 0 else "neg" if v < 0 else "zero") + extra
                     row.append(cell(fmt_pct(v) + mark, cls, v=v, title=verdict))
             rows.append(row)
-        title = " + ".join(text(k[a]) for a in ("api", "input", "keras")) + \
+        # the API as labelled everywhere ("fit() 1 step/call", "fit() epoch/call")
+        title = " + ".join([API.get(text(k["api"]), text(k["api"])), text(k["input"]),
+                            text(k["keras"])]) + \
             f" + {text(k['device']).upper()}" + (f" ({k['machine']})" if several else "")
         notes = sorted({text(n) for n in part[NOTE] if text(n)}) if NOTE in part else []
         if notes:

@@ -87,10 +87,10 @@ def test_fit_as_users_call_it_beside_the_one_step_call():
              bottom_line(tabs, cells, "tf1.14")["lines"]}
     text = lines["fit() as you call it"]
     assert ("fit() over an epoch (200 steps per call) takes 0.95–1.30x (median 1.05x) "
-            "train_on_batch()'s step time in 3 configurations, 1 of them significantly slower"
-            in text)
+            "train_on_batch()'s step time in 3 configurations: significantly slower in 1, "
+            "faster in 0" in text)
     assert "a one-step fit() call, which pays fit's set-up in every step, takes 1.20–8.00x " \
-        "(median 4.60x) (2 of 2 slower)" in text
+        "(median 4.60x) (slower in 2, faster in 0 of 2)" in text
     # without the epoch table: said, not dropped; without either: no line
     del tabs["fit_epoch_vs_train_on_batch"]
     text = {line["what"]: line["text"] for line in

@@ -131,6 +131,10 @@ def test_seed_view_block_layout(tmp_path):
     # the report's blocks: the same blocks, the note under the caption, no empty column
     blocks = seedtable.seed_blocks(result["cells"], result, "tf1.14", env_order(result["cells"]))
     assert len(blocks) == 6
+    # block titles name the API as every table labels it: the one-step fit is told apart
+    titles = [b["title"] for b in blocks]
+    assert sum(t.startswith("fit() 1 step/call + numpy + ") for t in titles) == 3
+    assert sum(t.startswith("train_on_batch() + numpy + ") for t in titles) == 3
     for block in blocks:
         labels = [c["label"] for c in block["table"]["columns"]]
         assert labels[:2] == ["model", "data"] and "note" not in labels
