@@ -35,6 +35,8 @@ BAD = {
     "grid env outside study": ("grids.0.envs", ["tf2.0"], ["grids[0]", "tf2.0"]),
     "unknown stop rule": ("stop.rule", "sometimes", ["rule", "sometimes"]),
     "zero budget": ("stop.budget_s", 0, ["budget_s"]),
+    "one-step epoch": ("fit_epoch_steps", 1, ["fit_epoch_steps", "1"]),
+    "epoch steps word": ("fit_epoch_steps", "many", ["fit_epoch_steps", "many"]),
     "no grids": ("grids", [], ["grids"]),
     "unknown mode": ("grids.0.modes", ["eager", "turbo"], ["turbo"]),
     "bad level": ("stop.level", 1.5, ["level"]),
