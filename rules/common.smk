@@ -360,16 +360,18 @@ def stop_rule(model, api=None):
     """The runner's stopping rule: every value from config (the schema fills the defaults); a
     fit_epoch cell's also says how many steps one call covers (config fit_epoch_steps).
     """
+
+    def count(value):  # "seed": the model's seed iteration count
+        return models.SEED_ITERATIONS.get(model, 10) if value == "seed" else value
+
     stop = dict(config["stop"])
-    iterations = stop.pop("iterations")
-    if iterations == "seed":
-        iterations = models.SEED_ITERATIONS.get(model, 10)
-    out = {"kind": stop.pop("rule"), "iterations": iterations, **stop}
+    out = {
+        "kind": stop.pop("rule"),
+        "iterations": count(stop.pop("iterations")),
+        **stop,
+    }
     if api == "fit_epoch":
-        steps = config["fit_epoch_steps"]
-        out["steps_per_call"] = (
-            models.SEED_ITERATIONS.get(model, 10) if steps == "seed" else steps
-        )
+        out["steps_per_call"] = count(config["fit_epoch_steps"])
     return out
 
 

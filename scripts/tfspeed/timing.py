@@ -11,7 +11,7 @@ matmul. The step must block until the work is done (it returns a host value).
 
 One cell's call covers several training steps: `fit_epoch`, one `fit()` over an epoch of
 `steps_per_call` steps, as the seed timed tf.data. Its samples are call times over
-`steps_per_call` (the runner divides), and its rule counts steps, not calls: `Rule.per_call`.
+`steps_per_call` (the runner divides), and its rule counts steps, not calls: `Rule._per_call`.
 """
 import math
 import time
@@ -53,9 +53,9 @@ class Rule(object):
             raise ValueError("stop rule: steps_per_call must be >= 1, not %r" % self.steps_per_call)
         # the fewest calls in a warm-up block (the first block, and the block-size floor)
         self.min_block_calls = 3
-        self.per_call()
+        self._per_call()
 
-    def per_call(self):
+    def _per_call(self):
         """Count calls, not steps, where one call covers `steps_per_call` steps: the fixed rule's
         `iterations` steps become ceil(iterations / steps) calls (the seed's one fit call over
         `iterations` steps for tf.data), `min_samples` steps become max(3, ceil(min_samples /
