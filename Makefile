@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork architecture
+.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -23,7 +23,11 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed  ## the workflow's own environment (.venv/): Snakemake, pandas, ...
 
+doctor: venv  ## check this machine first: platform, each env's Python, disk; for make test Chromium and SLURM
+	$(BIN)/python scripts/doctor.py -- $(ARGS)
+
 study: venv  ## the default study (config.yaml): results/report.html, study.xlsx, tables/cells.csv
+	@$(BIN)/python scripts/doctor.py --for study --quiet -- $(ARGS)
 	$(SNAKEMAKE) --cores $(CORES) $(ARGS)
 
 own: venv  ## the factor grid on your own model: make own CONFIG=my_model.yaml (template presets/own_model.yaml) into build/own/<name>/results/

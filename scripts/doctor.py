@@ -1,0 +1,236 @@
+"""Check a machine before the study spends any time on it (`make doctor`; `make study` runs the
+study part first): the platform, a Python for each `python=X.Y` pin of the env files the study plans
+(found exactly as the env builder finds them: scripts/build_env.py), the disk space for the envs not
+built yet (against the measured need per env, `DISK_NEED`, which names its run note), and for
+`make test` Chromium and the SLURM and munge programs. Prints each missing piece with the command
+that installs it and exits 1 when anything the chosen target needs is missing.
+
+    python scripts/doctor.py [--for study|test|all] [--quiet] [-- SNAKEMAKE ARGS]
+
+Snakemake's own arguments after `--` (make study's ARGS) are read for what changes the plan:
+`--configfile`, `--config key=value`, `--sdm conda` (conda brings its own Python: conda is checked
+instead of the interpreters).
+"""
+import argparse
+import glob
+import os
+import platform
+import shutil
+import sys
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from build_env import BuildError, find_interpreter  # noqa: E402
+
+from driver.study.envspec import SpecError, parse_spec  # noqa: E402
+
+# What one built env takes on disk (its venv under env_root) plus its share of uv's download cache,
+# in GiB, as measured on a fresh clone: the run note says how (du -sh .envs after a full build).
+DISK_NEED = {"note": "docs/runs/2026-11-26-intel-xeon-2c-4db20bbf-fresh-clone.md", "gib_per_env": 1.5}
+PLATFORMS = {("Linux", "x86_64")}
+CHROMIUM_INSTALL = "apt-get install chromium   (Debian/Ubuntu; the browser tests look for /usr/bin/chromium)"
+SLURM_INSTALL = "apt-get install slurm-wlm munge   (Debian/Ubuntu: slurmctld, slurmd, the client programs)"
+
+
+def merged(base, over):
+    """A config laid over another as Snakemake does: mappings merge key by key, the rest replaces."""
+    out = dict(base)
+    for key, value in (over or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def snakemake_options(args):
+    """(configfiles, --config overrides, conda?) from Snakemake's command line."""
+    configfiles, overrides, conda, i = [], {}, False, 0
+    while i < len(args):
+        arg = args[i]
+        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        values = [inline] if inline else []
+        j = i + 1
+        if not inline:
+            while j < len(args) and not args[j].startswith("-"):
+                values.append(args[j])
+                j += 1
+        if name in ("--configfile", "--configfiles"):
+            configfiles += values
+        elif name in ("--config", "-C"):
+            for item in values:
+                key, sep, value = item.partition("=")
+                if sep:
+                    overrides[key] = yaml.safe_load(value)
+        elif name in ("--sdm", "--software-deployment-method", "--deployment-method"):
+            conda = conda or "conda" in values
+        elif name == "--use-conda":
+            conda = True
+        i = j
+    return configfiles, overrides, conda
+
+
+def load_config(configfiles=(), overrides=None):
+    with open(os.path.join(REPO, "config.yaml")) as handle:
+        config = yaml.safe_load(handle) or {}
+    for path in configfiles:
+        with open(path) as handle:
+            config = merged(config, yaml.safe_load(handle) or {})
+    return merged(config, overrides or {})
+
+
+def planned_envs(config):
+    """{env name: facts from its pins} of the envs the study plans (config `envs`, `env_dirs`), as
+    rules/common.smk chooses them; a file that cannot be read is left to the study to report."""
+    specs = {}
+    for folder in config.get("env_dirs", ["envs"]):
+        for path in sorted(glob.glob(os.path.join(REPO, folder, "*.yaml"))):
+            name = os.path.splitext(os.path.basename(path))[0]
+            try:
+                with open(path) as handle:
+                    specs[name] = parse_spec(name, yaml.safe_load(handle), path)
+            except (yaml.YAMLError, SpecError):
+                continue
+    chosen = config.get("envs", "cpu")
+    if isinstance(chosen, list):
+        return {n: specs[n] for n in chosen if n in specs}
+    return {n: s for n, s in specs.items() if chosen == "all" or s["build"] == chosen}
+
+
+def install_hint(minor):
+    """The commands that install a Python X.Y where the builder finds it."""
+    uv = shutil.which("uv") or os.path.join(os.path.dirname(sys.executable), "uv")
+    hints = []
+    if os.path.exists(uv):
+        shown = "uv" if shutil.which("uv") else os.path.relpath(uv) if uv.startswith(REPO) else uv
+        hints.append("%s python install %s" % (shown, minor))
+    if shutil.which("pyenv") or os.path.isdir(os.environ.get("PYENV_ROOT") or
+                                              os.path.expanduser("~/.pyenv")):
+        hints.append("pyenv install %s" % minor)
+    if not hints:
+        hints = ["uv python install %s" % minor, "pyenv install %s" % minor]
+    hints.append("or config `interpreters: {\"%s\": /path/to/python%s}`" % (minor, minor))
+    return "; ".join(hints)
+
+
+def check_platform():
+    here = (platform.system(), platform.machine())
+    if here in PLATFORMS:
+        return [], "platform %s %s" % here
+    return ["platform %s %s: the env files pin wheels for Linux x86_64 (manylinux) only; run the "
+            "study on a Linux x86_64 machine" % here], None
+
+
+def check_interpreters(envs, configured):
+    """(missing lines, found lines) for every Python X.Y the planned envs pin."""
+    by_minor = {}
+    for name, facts in sorted(envs.items()):
+        by_minor.setdefault(facts["python"], []).append(name)
+    missing, found = [], []
+    for minor in sorted(by_minor, key=lambda v: tuple(int(x) for x in v.split("."))):
+        users = by_minor[minor]
+        try:
+            exe, version = find_interpreter(minor, configured)
+            found.append("Python %s: %s (%s) for %d env(s)" % (minor, exe, version, len(users)))
+        except BuildError:
+            missing.append("Python %s, for %s: not found on PATH, in pyenv, conda, uv or config "
+                           "`interpreters`. Install it: %s" % (minor, ", ".join(users),
+                                                              install_hint(minor)))
+    return missing, found
+
+
+def built(env_root, name):
+    return bool(glob.glob(os.path.join(env_root, name + "-*", "bin", "python")))
+
+
+def check_disk(envs, env_root):
+    todo = [n for n in envs if not built(env_root, n)]
+    need = DISK_NEED["gib_per_env"] * len(todo)
+    where = env_root
+    while not os.path.exists(where):
+        where = os.path.dirname(where)
+    free = shutil.disk_usage(where).free / 2 ** 30
+    line = ("disk: %.1f GiB free at %s; %d of %d envs to build, about %.1f GiB (measured need per env: "
+            "%s)" % (free, where, len(todo), len(envs), need, DISK_NEED["note"]))
+    if free < need:
+        return ["%s. Free space there, or set config `env_root` to a folder on a larger disk" % line], None
+    return [], line
+
+
+def check_conda():
+    if shutil.which("conda") or shutil.which("mamba"):
+        return [], "conda: %s (--sdm conda: it brings each env's Python)" % (
+            shutil.which("conda") or shutil.which("mamba"))
+    return ["conda: not on PATH, and --sdm conda needs it. Install Miniforge "
+            "(https://conda-forge.org/download/), or drop --sdm conda to build venvs"], None
+
+
+def check_test_tools():
+    sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+    from slurm_cluster import missing_binaries
+    missing, found = [], []
+    chromium = "/usr/bin/chromium"
+    try:
+        from browser import CHROMIUM as chromium
+    except ImportError:
+        pass
+    if os.path.exists(chromium):
+        found.append("chromium: %s" % chromium)
+    else:
+        missing.append("chromium: not at %s (the report's browser tests are skipped). Install it: %s"
+                       % (chromium, CHROMIUM_INSTALL))
+    absent = missing_binaries()
+    if absent:
+        missing.append("SLURM: %s not found (the cluster test is skipped). Install them: %s"
+                       % (", ".join(absent), SLURM_INSTALL))
+    else:
+        found.append("SLURM: slurmctld, slurmd, munged and the client programs")
+    return missing, found
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    rest = argv[argv.index("--") + 1:] if "--" in argv else []
+    own = argv[:argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--for", dest="target", choices=["study", "test", "all"], default="all",
+                        help="what to check for: make study, make test, or both (default)")
+    parser.add_argument("--quiet", action="store_true", help="print only what is missing")
+    args = parser.parse_args(own)
+    configfiles, overrides, conda = snakemake_options(rest)
+    checks = {"study": [check_platform()]}
+    if args.target in ("study", "all"):
+        config = load_config(configfiles, overrides)
+        envs = planned_envs(config)
+        if conda:
+            checks["study"].append(check_conda())
+        else:
+            checks["study"].append(check_interpreters(envs, config.get("interpreters") or {}))
+            checks["study"].append(check_disk(envs, os.path.join(REPO, config.get("env_root", ".envs"))))
+    if args.target in ("test", "all"):
+        checks["test"] = [check_test_tools()]
+    if args.target == "test":
+        checks["test"].insert(0, checks.pop("study")[0])
+    missing = 0
+    for target, results in checks.items():
+        for more, ok in results:
+            for line in ([] if args.quiet or not ok else ok if isinstance(ok, list) else [ok]):
+                print("[doctor] ok: %s" % line)
+            for line in more:
+                print("[doctor] MISSING for make %s: %s" % (target, line), file=sys.stderr)
+            missing += len(more)
+        gaps = sum(len(more) for more, _ in results)
+        if gaps:
+            print("[doctor] make %s: %d missing; install them and run `make doctor` again"
+                  % (target, gaps), file=sys.stderr)
+        elif not args.quiet:
+            print("[doctor] make %s: everything it needs is here" % target)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""`make doctor` (scripts/doctor.py) names a missing interpreter with the command that installs it
+and exits non-zero; with every interpreter present it passes. Run as a real subprocess with a
+planted PATH, HOME and PYENV_ROOT: a fake pyenv whose versions are links to this machine's own
+interpreters (found by the builder's code), one of them left out."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import doctor
+import pytest
+import yaml
+from build_env import BuildError, find_interpreter
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "doctor.py"
+# two envs of the default study with different Pythons: one to leave out, one to keep
+ENVS = ["tf1.14", "tf2.21"]
+
+
+def pinned(env):
+    deps = yaml.safe_load((REPO / "envs" / (env + ".yaml")).read_text())["dependencies"]
+    return next(d.split("=")[1] for d in deps if isinstance(d, str) and d.startswith("python="))
+
+
+def real_interpreter(minor):
+    """This machine's Python X.Y as a real file (not a pyenv shim, which needs the real PYENV_ROOT),
+    or None."""
+    try:
+        exe, _ = find_interpreter(minor, {})
+    except BuildError:
+        return None
+    out = subprocess.run([exe, "-c", "import sys; print(sys.executable)"], capture_output=True,
+                         text=True, timeout=30)
+    return os.path.realpath(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def in_system_folders(minor):
+    """The builder also looks in fixed system folders, which a planted PATH cannot hide."""
+    return any(os.path.exists(os.path.join(d, "python" + minor))
+               for d in ("/usr/local/bin", "/usr/bin", "/opt/homebrew/bin"))
+
+
+@pytest.fixture(scope="module")
+def pythons():
+    found = {pinned(env): real_interpreter(pinned(env)) for env in ENVS}
+    if not all(found.values()):
+        pytest.skip("this machine lacks one of %s" % sorted(found))
+    hideable = [m for m in found if not in_system_folders(m)]
+    if not hideable:
+        pytest.skip("every Python of %s is in a system folder: none can be hidden" % ENVS)
+    return found, hideable[0]
+
+
+def run_doctor(tmp_path, pythons, leave_out=None):
+    """The doctor in a planted world: an empty PATH folder, a HOME of its own (no ~/.pyenv, no
+    conda, no uv-managed Pythons) and a fake pyenv holding every Python but `leave_out`."""
+    root = tmp_path / "pyenv"
+    for minor, exe in pythons.items():
+        if minor == leave_out:
+            continue
+        version = subprocess.run([exe, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+        folder = root / "versions" / version / "bin"
+        folder.mkdir(parents=True)
+        (folder / "python").symlink_to(exe)
+    (root / "versions").mkdir(parents=True, exist_ok=True)
+    home, path_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    path_dir.mkdir()
+    config = tmp_path / "doctor.yaml"
+    config.write_text(yaml.safe_dump({"envs": ENVS, "env_root": str(tmp_path / "envs")}))
+    keep = {k: v for k, v in os.environ.items()
+            if not k.startswith(("UV_", "PYENV", "CONDA", "VIRTUAL_ENV", "XDG_", "PYTHON"))}
+    env = dict(keep, HOME=str(home), PYENV_ROOT=str(root), XDG_DATA_HOME=str(home / "data"),
+               XDG_CONFIG_HOME=str(home / "config"), XDG_CACHE_HOME=str(home / "cache"),
+               PATH=os.pathsep.join([str(path_dir), "/usr/bin", "/bin"]))
+    return subprocess.run([sys.executable, str(SCRIPT), "--for", "study", "--", "--configfile",
+                           str(config)], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_missing_interpreter_is_named_with_its_install_command(tmp_path, pythons):
+    found, missing = pythons
+    proc = run_doctor(tmp_path, found, leave_out=missing)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    line = next((x for x in proc.stderr.splitlines() if "MISSING" in x and "Python %s" % missing in x),
+                None)
+    assert line, proc.stderr
+    assert ("python install %s" % missing) in line or ("pyenv install %s" % missing) in line, line
+    users = [e for e in ENVS if pinned(e) == missing]
+    assert all(e in line for e in users), line
+    kept = [m for m in found if m != missing]
+    assert all("ok: Python %s" % m in proc.stdout for m in kept), proc.stdout
+
+
+def test_with_every_interpreter_present_it_passes(tmp_path, pythons):
+    found, _ = pythons
+    proc = run_doctor(tmp_path, found)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for minor in found:
+        assert "ok: Python %s" % minor in proc.stdout
+    assert "MISSING" not in proc.stderr
+
+
+def test_snakemake_arguments_that_change_the_plan_are_read():
+    files, overrides, conda = doctor.snakemake_options(
+        ["--cores", "2", "--configfile", "a.yaml", "b.yaml", "--config", "envs=[tf1.14]",
+         "twins=0", "--sdm", "conda", "-n"])
+    assert files == ["a.yaml", "b.yaml"] and overrides == {"envs": ["tf1.14"], "twins": 0} and conda
+    assert doctor.snakemake_options(["--configfile=c.yaml"]) == (["c.yaml"], {}, False)
+
+
+def test_the_planned_envs_follow_the_config():
+    default = doctor.planned_envs(doctor.load_config())
+    assert "tf1.14" in default and not any(s["build"] == "gpu" for s in default.values())
+    chosen = doctor.planned_envs(doctor.load_config(overrides={"envs": ["tf2.21"]}))
+    assert list(chosen) == ["tf2.21"]
+
+
+def test_make_study_runs_the_doctor_first():
+    lines = (REPO / "Makefile").read_text().split("\nstudy:", 1)[1].splitlines()
+    recipe = [x.strip() for x in lines[1:] if x.startswith("\t")]
+    assert "doctor.py --for study" in recipe[0] and "$(SNAKEMAKE)" in recipe[1], recipe
