@@ -6,6 +6,7 @@ rule tabulate_cells:
         cells=lambda wildcards: cell_files(),
         others=other_machine_cells,
         orders=lambda wildcards: order_files(),
+        duets=lambda wildcards: duet_files(),
     output:
         cells_csv=report(
             layout.CELLS_CSV,

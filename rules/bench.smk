@@ -33,6 +33,41 @@ rule run_cell:
         " --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
 
 
+# One duet of the headline: a worker of each side, taking turns window by window.
+rule run_duet:
+    input:
+        unpack(duet_inputs),
+    output:
+        duet=layout.DUET_PATTERN,
+    log:
+        "logs/run_duet/{machine}/{env}/{cell}.r{rep}.log",
+    # replicate r of every duet before replicate r + 1 of any; all before the first cell
+    priority: duet_priority
+    conda:
+        # runs on the workflow's own Python; each worker on its env's (venv mode only)
+        "envs/driver.yaml"
+    resources:
+        timing_slot=1,
+    params:
+        driver=DRIVER_PYTHON,
+        script=str(REPO / "scripts" / "supervise_duet.py"),
+        duet=duet_params,
+        windows=DUETS["windows"],
+        window_s=DUETS["window_s"],
+        timeout=config["cell_timeout_s"],
+        threads=config["threads"],
+        lock=default_lock_path(),
+    shell:
+        "{params.driver} {params.script} --cell {params.duet[cell]:q}"
+        " --reference-cell {params.duet[reference_cell]:q} --rule {params.duet[rule]:q}"
+        " --manifest {input.manifest} --reference-manifest {input.reference_manifest}"
+        " --env {wildcards.env} --reference-env {params.duet[reference_env]}"
+        " --machine {wildcards.machine} --replicate {wildcards.rep}"
+        " --windows {params.windows} --window-s {params.window_s}"
+        " --timeout-s {params.timeout} --threads {params.threads}"
+        " --lock {params.lock:q} --out {output.duet} > {log} 2>&1"
+
+
 rule finish_round:
     input:
         cells=lambda wildcards: cell_files(int(wildcards.rep), wildcards.machine),

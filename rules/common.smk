@@ -14,6 +14,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
 
+from driver.study import duetplan  # noqa: E402
 from driver.study import envspec  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.study import order  # noqa: E402
@@ -422,6 +423,59 @@ def cell_inputs(wildcards):
     return out
 
 
+# The headline's duets (driver/study/duetplan.py, docs/design.md): each TF 2.x configuration of the
+# headline and the reference env's, in two live workers taking turns. Venv mode only: a duet needs
+# both envs at once, which Snakemake's conda deployment (one env per job) does not give a job.
+DUETS = config["duets"]
+DUET_LIST = (
+    []
+    if USE_CONDA
+    else duetplan.plan(ENV_SPECS, study_envs(), config["reference_env"], DUETS)
+)
+DUET_BY_ID = {(d.env, d.cell_id): d for d in DUET_LIST}
+DUET_PRIORITY = duetplan.priorities(
+    DUET_LIST, DUETS["replicates"], config["order"]["seed"]
+)
+
+
+def duet_files(machine=None):
+    machine = machine or MACHINE
+    return [
+        layout.duet_path(machine, d.env, d.cell_id, r)
+        for d, r in duetplan.ordered(
+            DUET_LIST, DUETS["replicates"], config["order"]["seed"]
+        )
+    ]
+
+
+def duet_inputs(wildcards):
+    """Both envs' manifests and the machine's probe (ancient once the duet's file exists)."""
+    d = DUET_BY_ID[(wildcards.env, wildcards.cell)]
+    machine = layout.base_machine(wildcards.machine)
+    out = {
+        "manifest": layout.env_manifest(machine, d.env),
+        "reference_manifest": layout.env_manifest(machine, d.reference_env),
+    }
+    if PROBE["processes"]:
+        done = os.path.exists(layout.DUET_PATTERN.format(**wildcards))
+        out["probe"] = (ancient if done else str)(layout.probe_latest(machine))
+    return out
+
+
+def duet_params(wildcards):
+    d = DUET_BY_ID[(wildcards.env, wildcards.cell)]
+    return {
+        "cell": json.dumps(d.cell, sort_keys=True),
+        "reference_cell": json.dumps(d.reference_cell, sort_keys=True),
+        "reference_env": d.reference_env,
+        "rule": json.dumps(stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True),
+    }
+
+
+def duet_priority(wildcards):
+    return DUET_PRIORITY[(wildcards.env, wildcards.cell, int(wildcards.rep))]
+
+
 def manifest_arg(wildcards, input):
     return "--conda" if USE_CONDA else "--manifest %s" % input.manifest
 
@@ -468,7 +522,9 @@ def probe_stamp(wildcards):
         for r in range(REPEATS)
         for e, c in CELLS
     ]
-    missing = [f for f in files if not os.path.exists(f)]
+    missing = [
+        f for f in files + duet_files(wildcards.machine) if not os.path.exists(f)
+    ]
     if not missing:
         # nothing left to time: keep the last probe's stamp, so a finished study reruns nothing
         try:

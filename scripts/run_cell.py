@@ -22,6 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tfspeed import faults  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
+SERVE_PREFIX = "@@tfspeed"
+
 
 def announce(line):
     sys.stdout.write(line + "\n")
@@ -92,15 +94,105 @@ def run(cell, rule_dict, framework, foreign_max_share):
     return out
 
 
+def _reply(tag, payload):
+    """A protocol line of --serve mode (the framework's own output goes to stderr or other lines)."""
+    announce("%s %s %s" % (SERVE_PREFIX, tag, json.dumps(payload, sort_keys=True)))
+
+
+def _build(cell, rule, framework):
+    """Build the cell's model, time its first call and warm it up: what a fresh process does
+    before its timed window."""
+    from tfspeed import backends, timing, usermodels
+
+    usermodels.register_cell(cell)
+    backend = backends.load(cell, framework)
+    t0 = timing.clock()
+    prepared = backend.prepare(dict(cell, framework=framework), rule)
+    t = timing.clock()
+    prepared.step()
+    first = timing.clock() - t
+    warm = timing.warm_up(prepared.step, rule, first)
+    return prepared, {"first_call_s": first, "build_s": t - t0,
+                      "warmup_calls": warm["warmup_calls"], "warmup_s": warm["warmup_s"],
+                      "warmup_stopped_by": warm["warmup_stopped_by"]}
+
+
+def _window(step, seconds, min_calls, per, settle=3):
+    """Timed calls for about `seconds` (at least `min_calls`): the samples, per step. The first
+    `settle` calls are not timed: the other side of a duet ran last, and its caches and threads
+    are this side's to win back (the same for both sides)."""
+    from tfspeed import timing
+
+    clock = timing.clock
+    for _ in range(settle):
+        step()
+    samples = []
+    end = clock() + seconds
+    while True:
+        t = clock()
+        step()
+        now = clock()
+        samples.append((now - t) / per)
+        if now >= end and len(samples) >= min_calls:
+            return samples
+
+
+def serve(cell, rule_dict, framework):
+    """--serve: a long-lived worker for paired runs (driver/study/duet.py). Builds the cell,
+    warms it up, says `ready`, then answers commands on stdin, one per line:
+      window S     time calls for about S seconds; reply `window` with the samples
+      rebuild      a new model in this process (Keras' session cleared first): `ready` again
+      quit         exit
+    The coordinator alternates two such workers window by window, so both sides of a
+    comparison see the same state of the machine."""
+    from tfspeed import timing
+
+    rule = timing.Rule(**rule_dict)
+    per = float(rule.steps_per_call)
+    prepared, facts = _build(cell, rule, framework)
+    _reply("ready", facts)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "window":
+            samples = _window(prepared.step, float(words[1]), 5, per)
+            _reply("window", {"samples_s": samples})
+        elif words[0] == "rebuild":
+            _clear_session(framework, cell)
+            prepared, facts = _build(cell, rule, framework)
+            _reply("ready", facts)
+        elif words[0] == "quit":
+            break
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _clear_session(framework, cell):
+    if framework != "tensorflow":
+        return
+    import tensorflow as tf  # noqa: F401 (imported by the backend already)
+
+    from tfspeed.backends import tf as tfb
+
+    tfb.keras_module(tf, cell["keras"]).backend.clear_session()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cell", required=True, help="the cell's axes as JSON")
     parser.add_argument("--rule", required=True, help="the stopping rule as JSON")
     parser.add_argument("--framework", required=True)
     parser.add_argument("--foreign-cpu-max-share", type=float, required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--serve", action="store_true",
+                        help="a long-lived worker answering commands on stdin (see serve())")
     args = parser.parse_args(argv)
     cell, rule = json.loads(args.cell), json.loads(args.rule)
+    if args.serve:
+        return serve(cell, rule, args.framework)
+    if not args.out:
+        parser.error("--out is required without --serve")
     base = {"python": platform.python_version(), "python_executable": sys.executable}
     try:
         import numpy

@@ -15,6 +15,7 @@ result = tabulate(list(smk.input.cells) + list(smk.input.others), params.referen
                   params.noisy_threshold, params.level, config=params.config, q=params.q,
                   min_effect=params.min_effect, allocation=params.allocation,
                   spike_factor=params.spike_factor, orders=list(smk.input.orders),
-                  alpha_equivalence=params.alpha_equivalence)
+                  alpha_equivalence=params.alpha_equivalence,
+                  duet_files=list(getattr(smk.input, "duets", [])))
 write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
               smk.output.xlsx, smk.output.processes, smk.output.facts)

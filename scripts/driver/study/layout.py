@@ -24,8 +24,13 @@ SELFBENCH = f"{RESULTS}/selfbench.json"
 PROCESSES_JSON = f"{TABLES}/processes.json"
 FACTS_JSON = f"{TABLES}/facts.json"
 
+# The headline's duets (driver/study/duet.py): one file per duet, under the TF 2.x side's env and
+# cell; the reference side is in the file.
+DUETS = f"{RESULTS}/duets"
+
 # Snakemake output patterns (wildcards in braces) of the same paths.
 CELL_PATTERN = CELLS + "/{machine}/{env}/{cell}.r{rep}.json"
+DUET_PATTERN = DUETS + "/{machine}/{env}/{cell}.r{rep}.json"
 ROUND_PATTERN = CELLS + "/{machine}/round{rep}.done"
 MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
@@ -51,6 +56,10 @@ def cell_path(machine, env, cell, repeat):
 
 def table_path(name):
     return f"{TABLES}/{name}.csv"
+
+
+def duet_path(machine, env, cell, rep):
+    return DUET_PATTERN.format(machine=machine, env=env, cell=cell, rep=int(rep))
 
 
 def env_manifest(machine, env):

@@ -20,6 +20,8 @@ from driver.study.budget import extra_budget_s
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
+from driver.tables.duets import duets_table
+from driver.tables.duets import load as load_duets
 from driver.tables.ordering import env_order
 from driver.tables.pooling import apply_machine_peaks, pool_cells
 from driver.tables.processes import load_orders, processes_table
@@ -34,11 +36,13 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
              level: float, config: Mapping | None = None, q: float = 0.05,
              min_effect: float = 0.10, allocation: Mapping | None = None,
              now: datetime.datetime | None = None, spike_factor: float = 2.0,
-             orders: Iterable[Path | str] = (), alpha_equivalence: float = 0.05) -> dict:
+             orders: Iterable[Path | str] = (), alpha_equivalence: float = 0.05,
+             duet_files: Iterable[Path | str] = ()) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
     per cell why it got no more processes (cells.csv `allocation`). orders: the rounds' plan
-    files (results/rounds/<machine>/order<round>.json), for the processes table's positions."""
+    files (results/rounds/<machine>/order<round>.json), for the processes table's positions.
+    duet_files: the headline's duets (results/duets/, driver/tables/duets.py)."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
@@ -52,6 +56,8 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect,
                           alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
+    tables["duets"] = duets_table(load_duets(duet_files), level=level, q=q,
+                                  min_effect=min_effect, alpha_equivalence=alpha_equivalence)
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
                                 allocation.get("time_budget_s"), allocation.get("machine"))

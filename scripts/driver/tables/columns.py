@@ -134,6 +134,19 @@ COLUMNS = {c.name: c for c in [
         ("p_equivalent", "The equivalence test's p-value (TOST)."),
         ("se_log", "The standard error of the log ratio."),
         ("ci_df", "Degrees of freedom of a cell's CI."),
+        ("n", "Duets of the configuration that ran (each with fresh workers)."),
+        ("n_failed", "Duets that failed."),
+        ("ci_level", "The level of the drawn interval (duets: 1 - R q / m, the false-coverage-"
+         "rate level that makes it the tested interval)."),
+        ("log_ratio", "The mean log ratio left / right."),
+        ("sd_log", "The spread of the duets' log ratios."),
+        ("p_equivalent_adjusted", "Benjamini-Hochberg adjusted TOST p."),
+        ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level)."),
+        ("tost_ci_high", "Its upper end."),
+        ("tost_level", "The level of the equivalence test's interval."),
+        ("simultaneous_low", "A lower bound that holds for every row of the mode at once."),
+        ("simultaneous_high", "An upper bound that holds for every row of the mode at once."),
+        ("window_sd", "The spread of one window pair's log ratio inside a duet."),
         ("same_function_max_diff", "The largest output difference from the NumPy pass, over "
          "the cell's processes."),
         ("same_function_tolerance", "The difference same_function allows (ATOL + RTOL x the "

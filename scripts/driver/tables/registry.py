@@ -71,6 +71,17 @@ REGISTRY = [
           "Keras 3 (TF >= 2.16) both keras3 and tf_keras stand for tf.keras. Standalone keras "
           "pairs only with standalone keras. Left = TF2.",
           build=_COMPARISONS + "tf2_vs_tf1_table", chased=True, glance=("mode",)),
+    Table("duets", "TF2 vs TF1 in duets (the headline)", None, None, None,
+          "ratio < 1 when the TF 2.x env is faster than the TF 1.x reference env",
+          "The headline from duets (docs/design.md): each TF 2.x env's train_on_batch (small "
+          "model, numpy, the Keras its users get: tf.keras, from TF 2.16 tf_keras in graph mode "
+          "and Keras 3 or tf_keras in eager mode) against the reference env ({ref}) tf.keras in "
+          "the same mode, both timed in two live workers taking turns window by window. One "
+          "row per configuration: n duets (fresh workers each), the ratio TF2 / TF1 with its "
+          "interval at ci_level (the tested interval: it excludes 1 exactly when the row is "
+          "called faster or slower), the equivalence test, the verdict, and bounds that hold "
+          "for every version of a mode at once (simultaneous_low/high). See driver/tables/"
+          "duets.py."),
     Table("adjacent_releases", "Adjacent releases", "env", None, None,
           "+ when the later release (left) is faster than the one before it (right)",
           "Each configuration in two consecutive versions of one line (TensorFlow, PyTorch, "

@@ -1,0 +1,157 @@
+"""Paired runs: two long-lived cell workers that take turns, window by window.
+
+Why (docs/design.md, "Duets"): on a shared VM most of the spread between processes is the state of
+the machine, which wanders over seconds to minutes; two processes run one after the other share
+only about half of it. A duet starts one worker per side (scripts/run_cell.py --serve, a fresh
+process of each side's env), builds and warms both up, then alternates timed windows A B B A A B
+... so that both sides sample the same machine states within a fraction of a second. What is left
+between duets is what belongs to a process and a build, which fresh duets replicate.
+
+The worker protocol is run_cell.py's `serve`; this module is its driver-side end, and the one
+place that sets up a cell process's environment (supervise_cell.py uses `cell_env` too).
+"""
+import json
+import os
+import select
+import subprocess
+import time
+
+from tfspeed.machine import ORCHESTRATOR_THREAD_VARS, PINNED_VAR
+
+SERVE_PREFIX = "@@tfspeed"
+
+
+def cell_env(manifest, cell, threads, base=None):
+    """The environment of a cell process: the orchestrator's thread variables removed (threads
+    'auto': what a user gets) or pinned on purpose, the env's own variables, no GPU for a CPU
+    cell. Returns (env, removed)."""
+    env = dict(os.environ if base is None else base)
+    removed = {k: env.pop(k) for k in ORCHESTRATOR_THREAD_VARS if k in env}
+    env.pop(PINNED_VAR, None)
+    if threads != "auto":
+        for key in ORCHESTRATOR_THREAD_VARS + (PINNED_VAR,):
+            env[key] = str(threads)
+    env.update(manifest.get("variables") or {})
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if cell["device"] == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
+    return env, removed
+
+
+class WorkerError(RuntimeError):
+    """A worker died, timed out or answered something else than the protocol expects."""
+
+
+class Worker(object):
+    """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
+
+    def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None):
+        self.cell, self.timeout_s, self.log = cell, timeout_s, log
+        cmd = [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
+               "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
+               "--foreign-cpu-max-share", "1"]
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.tail = []
+
+    def expect(self, tag):
+        """Read lines until the protocol line `tag`; return its payload."""
+        deadline = time.monotonic() + self.timeout_s
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerError("worker timed out waiting for %r; log tail:\n%s"
+                                  % (tag, "\n".join(self.tail[-20:])))
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.proc.wait()
+                raise WorkerError("worker exited (code %s) waiting for %r; log tail:\n%s"
+                                  % (self.proc.returncode, tag, "\n".join(self.tail[-20:])))
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode("utf-8", "replace")
+                parts = line.split(" ", 2)
+                if parts[0] == SERVE_PREFIX and len(parts) == 3:
+                    if parts[1] != tag:
+                        raise WorkerError("worker said %r, expected %r" % (parts[1], tag))
+                    if buf:  # nothing follows a reply before the next command
+                        self.tail.append(buf.decode("utf-8", "replace"))
+                    return json.loads(parts[2])
+                self.tail.append(line)
+                if self.log is not None:
+                    self.log.write(line + "\n")
+
+    def send(self, command):
+        self.proc.stdin.write((command + "\n").encode())
+        self.proc.stdin.flush()
+
+    def window(self, seconds):
+        self.send("window %g" % seconds)
+        return self.expect("window")["samples_s"]
+
+    def rebuild(self):
+        self.send("rebuild")
+        return self.expect("ready")
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.send("quit")
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        return time.monotonic() - self.started
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, 9)
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+def abba(k):
+    """Which side goes first in window pair k: A B, B A, B A, A B, ... (a linear drift falls on
+    both sides alike)."""
+    return ("a", "b") if k % 4 in (0, 3) else ("b", "a")
+
+
+def alternate(workers, windows, window_s):
+    """Take `windows` timed windows of each worker in ABBA turns; return {side: [[samples], ...]}
+    in window order, and the wall time of the alternation."""
+    out = {side: [] for side in workers}
+    t0 = time.monotonic()
+    for k in range(windows):
+        for side in abba(k):
+            out[side].append(workers[side].window(window_s))
+    return out, time.monotonic() - t0
+
+
+def start_pair(sides, window_s, windows, timeout_s=600, log=None):
+    """Start both workers (one after the other, each built and warmed up before the other starts,
+    so the builds do not compete for the CPU), alternate, and return the record of the duet.
+
+    sides: {"a": dict(python=, run_cell=, cell=, rule=, framework=, env=), "b": ...}"""
+    workers, ready = {}, {}
+    try:
+        for side in ("a", "b"):
+            s = sides[side]
+            workers[side] = Worker(s["python"], s["run_cell"], s["cell"], s["rule"],
+                                   s["framework"], s["env"], timeout_s=timeout_s, log=log)
+            ready[side] = workers[side].expect("ready")
+        windows_out, wall = alternate(workers, windows, window_s)
+        return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers
+    except Exception:
+        for w in workers.values():
+            w.kill()
+        raise

@@ -1,0 +1,187 @@
+"""The duets table: the headline, TF 2.x against the reference env, from paired duets.
+
+Each duet file (scripts/supervise_duet.py) holds one replicate: the log of the ratio of the TF 2.x
+side's median step time to the reference side's, both taken in the same alternating windows of two
+live workers. Per configuration (machine, env, cell) the n replicates are independent (fresh
+workers each time), so the analysis is a one-sample t on their log ratios (scipy.stats.ttest_1samp,
+n - 1 degrees of freedom): no shrinkage, no shared reference process between rows.
+
+Columns, besides the axes and both sides' envs and cells:
+- ratio: exp(mean log ratio); se_log, df, sd_log (between duets); p: the two-sided test of
+  ratio 1; p_adjusted, p_threshold: Benjamini-Hochberg at q over this table's rows;
+- ratio_ci_low/high: the interval at `ci_level` = 1 - R q / m (R of m rows called different;
+  Benjamini and Yekutieli's false-coverage-rate intervals), so a row is called faster or slower
+  exactly when its drawn interval excludes 1: the interval drawn is the interval tested;
+- p_equivalent: TOST against 1 +- min_effect (symmetric in log), the larger one-sided p;
+  p_equivalent_adjusted: BH over the rows (a list of equivalent versions is many claims);
+  tost_ci_low/high: the interval at `tost_level` it amounts to (inside the margin exactly when
+  the row is equivalent); bound_pct: the two sides differ by at most this much;
+- verdict (driver/stats/verdicts.py: equivalent first, then faster / slower, else inconclusive);
+- simultaneous_high / simultaneous_low: one-sided bounds that hold for every row of the same
+  machine, mode and API at once at `level` (Sidak: rows are independent here, as no two share a
+  process), behind sentences like "no version is more than X % slower";
+- window_sd: the spread of one window pair's log ratio inside a duet (the window component);
+  wall_s: a duet's mean wall time (its cost).
+"""
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from driver.stats import verdicts
+from tfspeed.cells import cell_id
+
+KEYS = ["machine", "env", "cell_id"]
+COLUMNS = [
+    "machine", "env", "cell_id", "mode", "keras", "api", "left_env", "right_env", "left_cell_id",
+    "right_cell_id", "left_keras", "right_keras", "left_framework_version",
+    "right_framework_version", "n", "n_failed", "ratio", "ratio_ci_low", "ratio_ci_high",
+    "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_adjusted", "p_threshold",
+    "p_equivalent", "p_equivalent_adjusted", "tost_ci_low", "tost_ci_high", "tost_level",
+    "bound_pct", "verdict", "simultaneous_low", "simultaneous_high", "left_median_s",
+    "right_median_s", "window_sd", "wall_s", "reason",
+]
+REQUIRED = ("machine", "env", "cell", "reference_env", "reference_cell", "status", "replicate")
+
+
+def load(files: Iterable[Path | str]) -> list[dict]:
+    """Every duet file, checked: a file that cannot be read, or lacks a key, stops aggregation
+    with an error naming it (a silently dropped duet would bias the headline)."""
+    out = []
+    for path in files:
+        try:
+            rec = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable duet file: {exc}") from exc
+        missing = [k for k in REQUIRED if k not in rec]
+        if rec.get("status") == "ok":
+            missing += [k for k in ("log_ratio", "left_median_s", "right_median_s")
+                        if k not in rec]
+        if missing:
+            raise ValueError(f"{path}: duet file without {', '.join(missing)}")
+        rec["path"] = str(path)
+        out.append(rec)
+    return out
+
+
+def one_row(recs: list[dict], min_effect: float) -> dict:
+    """A configuration's replicates: the estimate and its unadjusted tests (the intervals come
+    with the family's adjustment, in `adjust`)."""
+    first = recs[0]
+    cell, ref = first["cell"], first["reference_cell"]
+    ok = [r for r in recs if r["status"] == "ok"]
+    x = np.array([r["log_ratio"] for r in ok], dtype=float)
+    n = int(x.size)
+    nan = math.nan
+    row = {"machine": first["machine"], "env": first["env"], "cell_id": cell_id(cell),
+           "mode": cell["mode"], "keras": cell["keras"], "api": cell["api"],
+           "left_env": first["env"], "right_env": first["reference_env"],
+           "left_cell_id": cell_id(cell), "right_cell_id": cell_id(ref),
+           "left_keras": cell["keras"], "right_keras": ref["keras"],
+           "left_framework_version": first.get("left_framework_version"),
+           "right_framework_version": first.get("right_framework_version"),
+           "n": n, "n_failed": len(recs) - n,
+           "reason": "; ".join(sorted({r.get("reason", "") for r in recs
+                                       if r["status"] != "ok"})) or None,
+           "ratio": nan, "log_ratio": nan, "se_log": nan, "df": nan, "sd_log": nan, "p": nan,
+           "p_equivalent": nan, "left_median_s": nan, "right_median_s": nan, "window_sd": nan,
+           "wall_s": nan}
+    if n:
+        mean = float(x.mean())
+        row.update(ratio=math.exp(mean), log_ratio=mean,
+                   left_median_s=math.exp(float(np.mean([math.log(r["left_median_s"])
+                                                         for r in ok]))),
+                   right_median_s=math.exp(float(np.mean([math.log(r["right_median_s"])
+                                                          for r in ok]))),
+                   wall_s=float(np.mean([r.get("wall_s", nan) for r in ok])))
+        windows = [np.var(r["window_log_ratios"], ddof=1) for r in ok
+                   if len(r.get("window_log_ratios") or []) > 1]
+        if windows:
+            row["window_sd"] = math.sqrt(float(np.mean(windows)))
+    if n >= 2:
+        sd = float(x.std(ddof=1))
+        se, df, mean = sd / math.sqrt(n), n - 1, float(x.mean())
+        m = math.log1p(min_effect)
+        if se > 0:
+            p = float(sps.ttest_1samp(x, 0.0).pvalue)
+            p_eq = max(float(sps.t.sf((mean + m) / se, df)), float(sps.t.cdf((mean - m) / se, df)))
+        else:
+            p, p_eq = (0.0 if mean else 1.0), (0.0 if abs(mean) < m else 1.0)
+        row.update(se_log=se, df=float(df), sd_log=sd, p=p, p_equivalent=p_eq)
+    return row
+
+
+def _bh_level(p_adjusted: np.ndarray, rate: float) -> tuple[float, int]:
+    """Benjamini-Yekutieli's false-coverage-rate level for a family after BH at `rate`: each
+    interval at 1 - R rate / m (R rejections; 1 when none), so that a row's interval excludes
+    the null exactly when BH rejects it. Returns (alpha per interval, R)."""
+    have = ~np.isnan(p_adjusted)
+    m = int(have.sum())
+    r = int((p_adjusted[have] <= rate).sum())
+    return (max(r, 1) * rate / m if m else math.nan), r
+
+
+def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
+           alpha_eq: float) -> pd.DataFrame:
+    """BH over the family's difference tests and over its equivalence tests, intervals at the
+    levels that make each drawn interval the tested one, verdicts, simultaneous bounds."""
+    out = df.copy()
+    p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
+    pe_adj = verdicts.bh_adjust(out["p_equivalent"].to_numpy(float))
+    a_diff, _ = _bh_level(p_adj, q)
+    a_eq, _ = _bh_level(pe_adj, alpha_eq)
+    out["p_adjusted"] = p_adj
+    out["p_threshold"] = verdicts.bh_threshold(out["p"].to_numpy(float), q)
+    out["p_equivalent_adjusted"] = pe_adj
+    out["ci_level"] = 1 - a_diff
+    out["tost_level"] = 1 - 2 * a_eq
+    crit = [float(sps.t.ppf(1 - a_diff / 2, d)) if d == d else math.nan for d in out["df"]]
+    crit_eq = [float(sps.t.ppf(1 - a_eq, d)) if d == d else math.nan for d in out["df"]]
+    mean, se = out["log_ratio"].to_numpy(float), out["se_log"].to_numpy(float)
+    half, half_eq = np.array(crit) * se, np.array(crit_eq) * se
+    out["ratio_ci_low"], out["ratio_ci_high"] = np.exp(mean - half), np.exp(mean + half)
+    out["tost_ci_low"], out["tost_ci_high"] = np.exp(mean - half_eq), np.exp(mean + half_eq)
+    out["bound_pct"] = 100.0 * np.expm1(np.abs(mean) + half_eq)
+    # equivalent: BH-adjusted TOST p <= alpha (its drawn interval inside the margin); then
+    # faster / slower: BH-adjusted p <= q (its drawn interval excludes 1)
+    out["verdict"] = [verdicts.verdict(lo, hi, pa, q, min_effect, pe, alpha_eq)
+                      for lo, hi, pa, pe in zip(out["ratio_ci_low"], out["ratio_ci_high"],
+                                                p_adj, pe_adj)]
+    return simultaneous(out, level)
+
+
+def simultaneous(df: pd.DataFrame, level: float) -> pd.DataFrame:
+    """One-sided bounds per row that hold for all rows of a (machine, mode, api) family at once:
+    each at the Sidak level level ** (1 / k), exact for independent rows."""
+    out = df.copy()
+    out["simultaneous_low"] = math.nan
+    out["simultaneous_high"] = math.nan
+    for _, part in out.groupby(["machine", "mode", "api"]):
+        have = part[part["se_log"].notna()]
+        k = len(have)
+        if not k:
+            continue
+        each = level ** (1.0 / k)
+        for i, row in have.iterrows():
+            crit = float(sps.t.ppf(each, row["df"]))
+            out.at[i, "simultaneous_low"] = math.exp(row["log_ratio"] - crit * row["se_log"])
+            out.at[i, "simultaneous_high"] = math.exp(row["log_ratio"] + crit * row["se_log"])
+    return out
+
+
+def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
+                min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> pd.DataFrame:
+    """One row per duet configuration (machine, env, cell)."""
+    groups: dict[tuple, list[dict]] = {}
+    for rec in records:
+        groups.setdefault((rec["machine"], rec["env"], cell_id(rec["cell"])), []).append(rec)
+    if not groups:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = [one_row(sorted(g, key=lambda r: r["replicate"]), min_effect)
+            for g in groups.values()]
+    df = adjust(pd.DataFrame(rows), level, q, min_effect, alpha_equivalence)
+    return df[COLUMNS]

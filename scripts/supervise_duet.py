@@ -1,0 +1,137 @@
+"""Rule run_duet: one duet of the headline, and always a duet file behind.
+
+Runs on the workflow's own Python. Under the machine's timing lock it starts a worker of each
+side (scripts/run_cell.py --serve in each env's Python: the reference env's cell, then the TF 2.x
+env's), and alternates their timed windows (driver/study/duet.py). A crash, a hang past
+`--timeout-s` or a protocol error becomes a `failed` duet file with the reason and the log tail,
+so a failing duet never stops the study; the file is written atomically.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from driver.study import duet, layout, probe, provenance  # noqa: E402
+from driver.study.locks import machine_lock  # noqa: E402
+from tfspeed.atomic import write_json  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECORD_VERSION = 1
+
+
+def _median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
+def side_spec(manifest_path, cell, rule, threads):
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    env, removed = duet.cell_env(manifest, cell, threads)
+    return manifest, {"python": manifest.get("python_executable"),
+                      "run_cell": os.path.join(HERE, "run_cell.py"), "cell": cell, "rule": rule,
+                      "framework": manifest.get("framework") or "tensorflow", "env": env}
+
+
+def summarize(windows):
+    """A duet's figures from its windows: each side's median over all its samples, the log ratio
+    left / right, and the log ratio of every window pair (for the window component)."""
+    left = [s for w in windows["b"] for s in w]
+    right = [s for w in windows["a"] for s in w]
+    lm, rm = _median(left), _median(right)
+    return {"left_median_s": lm, "right_median_s": rm, "log_ratio": math.log(lm / rm),
+            "window_log_ratios": [math.log(_median(b) / _median(a))
+                                  for a, b in zip(windows["a"], windows["b"])],
+            "left_samples": len(left), "right_samples": len(right)}
+
+
+def supervise(args):
+    cell, ref_cell = json.loads(args.cell), json.loads(args.reference_cell)
+    rule = json.loads(args.rule)
+    rec = {"record_version": RECORD_VERSION, "kind": "duet", "machine": args.machine,
+           "env": args.env, "cell": cell, "reference_env": args.reference_env,
+           "reference_cell": ref_cell, "replicate": args.replicate, "windows": args.windows,
+           "window_s": args.window_s, "status": "failed", "reason": "",
+           "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    try:
+        left_manifest, left = side_spec(args.manifest, cell, rule, args.threads)
+        right_manifest, right = side_spec(args.reference_manifest, ref_cell, rule, args.threads)
+    except (OSError, ValueError) as exc:
+        rec["reason"] = "cannot read an env manifest: %s" % exc
+        write_json(args.out, rec)
+        return
+    rec["provenance"] = {
+        "machine": provenance.machine_facts(),
+        "probe": probe.brief(layout.probe_latest(layout.base_machine(args.machine))),
+        "left_env": {k: left_manifest.get(k) for k in ("name", "env_hash", "framework",
+                                                       "framework_version", "python")},
+        "right_env": {k: right_manifest.get(k) for k in ("name", "env_hash", "framework",
+                                                         "framework_version", "python")},
+        "threads": args.threads,
+    }
+    rec["left_framework_version"] = left_manifest.get("framework_version")
+    rec["right_framework_version"] = right_manifest.get("framework_version")
+    for name, manifest in (("left", left_manifest), ("right", right_manifest)):
+        if manifest.get("status", "ok") != "ok":
+            rec["reason"] = "%s env build failed: %s" % (name, manifest.get("reason"))
+            write_json(args.out, rec)
+            return
+    tail = []
+
+    class Log(object):
+        def write(self, line):
+            tail.append(line.rstrip("\n"))
+            del tail[:-60]
+            sys.stdout.write(line)
+
+    with machine_lock(args.lock):
+        t0 = time.monotonic()
+        rec["load_before"] = provenance.load_average()
+        workers = {}
+        try:
+            # side a = the reference (right), side b = the TF 2.x env (left); a starts first
+            out, workers = duet.start_pair({"a": right, "b": left}, args.window_s, args.windows,
+                                           timeout_s=args.timeout_s, log=Log())
+            rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
+                       left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
+                       alternation_s=out["alternation_s"])
+            rec.update(summarize(out["windows"]))
+        except Exception as exc:  # any failure is this duet's, written down, never the study's
+            rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
+                       log_tail="\n".join(tail))
+        finally:
+            for w in workers.values():
+                w.close()
+        rec["wall_s"] = time.monotonic() - t0
+        rec["load_after"] = provenance.load_average()
+    write_json(args.out, rec)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cell", required=True, help="the TF 2.x side's cell as JSON")
+    parser.add_argument("--reference-cell", required=True, help="the reference side's cell")
+    parser.add_argument("--rule", required=True, help="the stopping rule as JSON (warm-up)")
+    parser.add_argument("--manifest", required=True, help="the TF 2.x env's build manifest")
+    parser.add_argument("--reference-manifest", required=True)
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--reference-env", required=True)
+    parser.add_argument("--machine", required=True)
+    parser.add_argument("--replicate", type=int, default=0)
+    parser.add_argument("--windows", type=int, required=True)
+    parser.add_argument("--window-s", type=float, required=True)
+    parser.add_argument("--timeout-s", type=int, default=900)
+    parser.add_argument("--threads", default="auto")
+    parser.add_argument("--lock", default=None)
+    parser.add_argument("--out", required=True)
+    supervise(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
