@@ -169,7 +169,7 @@ def serve(cell, rule_dict, framework):
 
 
 def _clear_session(framework, cell):
-    if framework != "tensorflow":
+    if framework != "tensorflow" or cell["keras"] == "none":
         return
     import tensorflow as tf  # noqa: F401 (imported by the backend already)
 

@@ -26,14 +26,10 @@ from driver.study import (
     provenance,  # noqa: E402
     record,  # noqa: E402
 )
+from driver.study.duet import cell_env  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import models, usermodels  # noqa: E402
-from tfspeed.machine import (  # noqa: E402
-    ORCHESTRATOR_THREAD_VARS,
-    PINNED_VAR,
-    WINDOW_END,
-    WINDOW_START,
-)
+from tfspeed.machine import WINDOW_END, WINDOW_START  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEARTBEAT_S = 10
@@ -212,22 +208,12 @@ def supervise(args):
                    log_tail=manifest.get("log_tail", ""))
         record.write(args.out, rec)
         return
-    env = dict(os.environ)
     # Snakemake sets OMP_NUM_THREADS & co. to the job's threads (1) for every shell job: a thread
     # count no user of the framework would have. Cells get the libraries' own defaults, unless the
     # study pins a count on purpose (config `threads`), which the record then says.
-    removed = {k: env.pop(k) for k in ORCHESTRATOR_THREAD_VARS if k in env}
-    env.pop(PINNED_VAR, None)
-    if args.threads != "auto":
-        for key in ORCHESTRATOR_THREAD_VARS + (PINNED_VAR,):
-            env[key] = str(args.threads)
+    env, removed = cell_env(manifest, cell, args.threads)
     prov["thread_env_removed"] = removed
     prov["threads_pinned"] = None if args.threads == "auto" else int(args.threads)
-    env.update(manifest.get("variables") or {})
-    env.setdefault("PYTHONHASHSEED", "0")
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    if cell["device"] == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU cell must not touch a GPU that is present
     # the thread variables the cell runs with (not the supervisor's own, which the cell never sees)
     prov["machine"]["thread_env"] = {k: env.get(k) for k in provenance.THREAD_VARS}
     # the machine's probe this study ran before its cells (rule probe_machine), in brief

@@ -1,0 +1,98 @@
+"""Duets: the plan (driver/study/duetplan.py) and the worker protocol with real workers
+(scripts/run_cell.py --serve on NumPy's matmul cell, which needs no framework)."""
+import os
+import sys
+
+import pytest
+
+from driver.study import duet, duetplan
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts")
+MATMUL = {"model": "matmul", "data": "small", "keras": "none", "mode": "numpy", "api": "matmul",
+          "input": "numpy", "device": "cpu"}
+RULE = {"kind": "adaptive", "iterations": 10, "target_rel": 0.01, "min_samples": 5,
+        "max_samples": 100, "budget_s": 0.05, "level": 0.95, "warmup_rel": 0.02,
+        "warmup_block_s": 0.01, "warmup_max_s": 1, "min_samples_max_s": 5}
+
+
+def spec(version, flavours, framework="tensorflow"):
+    return {"framework": framework, "framework_version": version, "flavours": flavours,
+            "build": "cpu"}
+
+
+SPECS = {"tf1.14": spec("1.14.0", ["keras", "tf.keras", "tf.python.keras"]),
+         "tf2.9": spec("2.9.3", ["tf.keras", "tf.python.keras"]),
+         "tf2.21": spec("2.21.0", ["keras3", "tf_keras"]),
+         "torch2.13": spec("2.13.0", ["none"], "torch"),
+         "tf1.15": spec("1.15.5", ["keras", "tf.keras"])}
+SETTINGS = {"modes": ["graph", "eager"], "api": "train_on_batch", "replicates": 3}
+
+
+def test_plan_counts_the_keras_users_get():
+    plan = duetplan.plan(SPECS, list(SPECS), "tf1.14", SETTINGS)
+    got = sorted((d.env, d.cell["mode"], d.cell["keras"]) for d in plan)
+    assert got == [("tf2.21", "eager", "keras3"), ("tf2.21", "eager", "tf_keras"),
+                   ("tf2.21", "graph", "tf_keras"), ("tf2.9", "eager", "tf.keras"),
+                   ("tf2.9", "graph", "tf.keras")]
+    for d in plan:  # the reference side: the reference env's tf.keras in the same mode
+        assert d.reference_env == "tf1.14"
+        assert d.reference_cell == dict(d.cell, keras="tf.keras")
+
+
+def test_plan_off_and_without_reference():
+    assert duetplan.plan(SPECS, list(SPECS), "tf1.14", dict(SETTINGS, modes=[])) == []
+    assert duetplan.plan(SPECS, ["tf2.9"], "tf1.14", SETTINGS) == []
+
+
+def test_order_runs_replicate_by_replicate_and_priorities_follow_it():
+    plan = duetplan.plan(SPECS, list(SPECS), "tf1.14", SETTINGS)
+    run = duetplan.ordered(plan, 3, seed=5)
+    assert [rep for _, rep in run] == sorted(rep for _, rep in run)
+    assert len(run) == 3 * len(plan)
+    firsts = [d.cell_id + d.env for d, rep in run if rep == 0]
+    seconds = [d.cell_id + d.env for d, rep in run if rep == 1]
+    assert sorted(firsts) == sorted(seconds) and firsts != seconds  # each replicate drawn anew
+    prio = duetplan.priorities(plan, 3, seed=5)
+    ranked = sorted(prio, key=prio.get, reverse=True)
+    assert ranked == [(d.env, d.cell_id, rep) for d, rep in run]
+    assert min(prio.values()) > 0  # above every cell (cells are below zero)
+
+
+def side():
+    env, _ = duet.cell_env({}, MATMUL, "auto")
+    return {"python": sys.executable, "run_cell": os.path.join(SCRIPTS, "run_cell.py"),
+            "cell": MATMUL, "rule": RULE, "framework": "tensorflow", "env": env}
+
+
+def test_real_workers_take_turns_and_rebuild():
+    rec, workers = duet.start_pair({"a": side(), "b": side()}, 0.01, 4)
+    try:
+        assert set(rec["ready"]) == {"a", "b"}
+        assert [len(rec["windows"][s]) for s in "ab"] == [4, 4]
+        assert all(len(w) >= 5 for s in "ab" for w in rec["windows"][s])
+        assert "first_call_s" in workers["a"].rebuild()
+        again, _ = duet.alternate(workers, 2, 0.01)
+        assert len(again["b"]) == 2
+    finally:
+        for w in workers.values():
+            w.close()
+    assert all(w.proc.returncode == 0 for w in workers.values())
+
+
+def test_a_dying_worker_is_an_error_naming_it_not_a_hang():
+    bad = dict(side(), cell=dict(MATMUL, data="no_such_data"))
+    with pytest.raises(duet.WorkerError, match="exited"):
+        duet.start_pair({"a": side(), "b": bad}, 0.01, 2, timeout_s=60)
+
+
+def test_abba():
+    assert [duet.abba(k) for k in range(4)] == [("a", "b"), ("b", "a"), ("b", "a"), ("a", "b")]
+
+
+def test_cell_env_removes_the_orchestrators_threads_and_hides_gpus():
+    env, removed = duet.cell_env({"variables": {"KERAS_BACKEND": "jax"}}, MATMUL, "auto",
+                                 base={"OMP_NUM_THREADS": "1", "PATH": "/bin"})
+    assert "OMP_NUM_THREADS" not in env and removed == {"OMP_NUM_THREADS": "1"}
+    assert env["KERAS_BACKEND"] == "jax" and env["CUDA_VISIBLE_DEVICES"] == ""
+    pinned, _ = duet.cell_env({}, MATMUL, 2, base={})
+    assert pinned["OMP_NUM_THREADS"] == "2"

@@ -1,0 +1,144 @@
+"""The duets table (driver/tables/duets.py) against scipy and statsmodels, its intervals' meaning,
+and trust figures that fail when planted wrong: simultaneous bounds, cross-run calibration."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.weightstats import ttost_paired
+
+from driver.stats import calibration
+from driver.tables import duets
+
+CELL = {"model": "small", "data": "small", "keras": "tf.keras", "mode": "graph",
+        "api": "train_on_batch", "input": "numpy", "device": "cpu"}
+
+
+def records(log_ratios, env="tf2.9", mode="graph", machine="m", status="ok"):
+    out = []
+    for i, x in enumerate(log_ratios):
+        rec = {"machine": machine, "env": env, "cell": dict(CELL, mode=mode),
+               "reference_env": "tf1.14", "reference_cell": dict(CELL, mode=mode),
+               "replicate": i, "status": status, "left_framework_version": "2.9.3",
+               "right_framework_version": "1.14.0", "wall_s": 6.0, "reason": ""}
+        if status == "ok":
+            rec.update(log_ratio=float(x), left_median_s=0.007 * math.exp(x),
+                       right_median_s=0.007, window_log_ratios=[x - 0.01, x + 0.01])
+        out.append(rec)
+    return out
+
+
+def family(rng, k, n, true_log, sd, machine="m"):
+    recs = []
+    for i in range(k):
+        recs += records(rng.normal(true_log, sd, n), env="tf2.%d" % i, machine=machine)
+    return recs
+
+
+def test_one_row_matches_scipy_and_statsmodels():
+    x = np.array([0.05, 0.11, 0.02, 0.08, 0.06, 0.09])
+    row = duets.duets_table(records(x)).iloc[0]
+    res = sps.ttest_1samp(x, 0.0)
+    assert row["p"] == pytest.approx(res.pvalue)
+    assert row["ratio"] == pytest.approx(math.exp(x.mean()))
+    assert row["se_log"] == pytest.approx(x.std(ddof=1) / math.sqrt(len(x)))
+    assert row["df"] == len(x) - 1
+    # one row: BH leaves p alone, and the drawn interval is the plain one at 1 - q
+    lo, hi = res.confidence_interval(0.95)
+    assert row["ci_level"] == pytest.approx(0.95)
+    assert (row["ratio_ci_low"], row["ratio_ci_high"]) == pytest.approx((math.exp(lo),
+                                                                          math.exp(hi)))
+    m = math.log(1.1)
+    p_eq = ttost_paired(x, np.zeros_like(x), -m, m)[0]
+    assert row["p_equivalent"] == pytest.approx(p_eq)
+    assert row["n"] == 6 and row["n_failed"] == 0
+
+
+def test_failed_duets_are_counted_not_used():
+    recs = records([0.01, 0.02, 0.03]) + records([0.0], status="failed")
+    recs[-1]["replicate"] = 3
+    recs[-1]["reason"] = "WorkerError: boom"
+    row = duets.duets_table(recs).iloc[0]
+    assert row["n"] == 3 and row["n_failed"] == 1 and "boom" in row["reason"]
+
+
+def test_a_bad_file_is_named(tmp_path):
+    path = tmp_path / "x.r0.json"
+    path.write_text(json.dumps({"machine": "m"}))
+    with pytest.raises(ValueError, match="x.r0.json"):
+        duets.load([path])
+
+
+def test_the_drawn_interval_is_the_tested_one():
+    """Called faster or slower exactly when the drawn interval excludes 1 (FCR level), and
+    equivalent exactly when the TOST interval lies inside the margin."""
+    rng = np.random.default_rng(1)
+    for _trial in range(30):
+        recs = []
+        for i in range(22):
+            recs += records(rng.normal(rng.normal(0, 0.08), 0.05, 6), env="tf2.%d" % i)
+        df = duets.duets_table(recs)
+        excludes = (df["ratio_ci_high"] < 1) | (df["ratio_ci_low"] > 1)
+        called = df["verdict"].isin(["left_faster", "right_faster"])
+        eq = df["verdict"] == "equivalent"
+        assert (called == (excludes & ~eq)).all()
+        inside = (df["tost_ci_low"] >= 1 / 1.1) & (df["tost_ci_high"] <= 1.1)
+        assert (eq == inside).all()
+
+
+def test_simultaneous_bound_holds_for_all_rows_and_unadjusted_does_not():
+    """'No version is more than X % slower' must hold for all 22 rows at once 95 % of the time;
+    the unadjusted per-row bound (the planted error) holds far less often."""
+    rng = np.random.default_rng(7)
+    sims, k = 400, 22
+    all_sim = all_plain = 0
+    for _ in range(sims):
+        df = duets.duets_table(family(rng, k, 6, 0.0, 0.05))
+        all_sim += bool((df["simultaneous_high"] >= 1.0).all())
+        plain_high = np.exp(np.log(df["ratio"]) + sps.t.ppf(0.975, df["df"]) * df["se_log"])
+        all_plain += bool((plain_high >= 1.0).all())
+    sim = calibration.rate(all_sim, sims, 0.95)
+    plain = calibration.rate(all_plain, sims, 0.95)
+    assert sim["ok"], sim
+    assert not plain["ok"] and plain["rate"] < 0.8, plain
+
+
+def _cross(tab_a, tab_b):
+    return calibration.cross_run(np.log(tab_a["ratio"]), tab_a["se_log"], tab_a["df"],
+                                 np.log(tab_b["ratio"]), tab_b["se_log"], tab_b["df"])
+
+
+def test_cross_run_calibration_passes_when_right_and_fails_when_planted():
+    """Two runs of 50 configurations: with independent duets the share of rows beyond their
+    combined CI holds 5 %; when each run carries a per-row offset the duets do not see (shared
+    error between replicates: the variance of a row 2.25x what its CI says), it fails."""
+    rng = np.random.default_rng(3)
+    truth = rng.normal(0.05, 0.1, 50)
+    n, sd = 6, 0.06
+
+    def run(offset_sd):
+        recs = []
+        for i, t in enumerate(truth):
+            offset = rng.normal(0, offset_sd)
+            recs += records(rng.normal(t + offset, sd, n), env="tf2.%d" % i)
+        return duets.duets_table(recs)
+
+    se = sd / math.sqrt(n)
+    fails = {}
+    for factor in (1.0, 1.5, 2.0):  # the rows' true se over the se their CIs use
+        extra = se * math.sqrt(factor ** 2 - 1)
+        fails[factor] = sum(not _cross(run(extra), run(extra))["beyond"]["ok"]
+                            for _ in range(20))
+    assert fails[1.0] <= 3  # calibrated: fails about as often as the binomial CI's 5 %
+    assert fails[1.5] >= 10  # CIs 1.5x too narrow: fails in most pairs of runs
+    assert fails[2.0] >= 18  # 2x: nearly always
+
+
+def test_empty_and_families():
+    assert duets.duets_table([]).empty
+    recs = records([0.1, 0.12, 0.09], mode="graph") + records([0.5, 0.55, 0.52], mode="eager")
+    df = duets.duets_table(recs)
+    assert set(df["mode"]) == {"graph", "eager"}
+    assert list(pd.Index(duets.COLUMNS)) == list(df.columns)
