@@ -1,5 +1,6 @@
 # tfspeed: is TensorFlow 2 slower than TensorFlow 1, and which way of training should I use?
-# The study as a pipeline: one env per TF version, one fresh process per cell, tables and a report.
+# The study as a pipeline: one env per TF version, each cell in `repeats` fresh processes (more where a
+# comparison is undecided), tables and a report.
 import os
 
 from snakemake.utils import min_version, validate

@@ -3,6 +3,13 @@ header (its opening comment block) and the docstrings of scripts/**/*.py (module
 A figure that depends on a run is generated from that run (docs/RESULTS.md, by `make publish`) or
 written in a dated run note (docs/runs/).
 
+A second, narrower check covers every lasting document: README.md, CHANGELOG.md, every comment of
+config.yaml and docs/**/*.md (not docs/runs/, where measured figures belong, nor the RESULTS.md and
+PROVENANCE.md pages that `make publish` generates from a run, current or archived). There, a
+typed duration ("62 min", "34 minutes", "1 h", "about an hour") or a count of processes, cells,
+pairs or tests typed as a run's result ("400 processes", "312 passed") fails the test, unless
+DOC_ALLOWED lists it as spec with the reason.
+
 The patterns are what measurement diaries look like: dates (2026-11-25), durations ("83 min 27 s"),
 decimal seconds or percentages ("10.8 s", "93.8 %"), ratios ("1.31-3.58x"), measured statistics
 ("median 0.53"), counts of a run ("400 processes"), machine sizes ("2-core") and commit hashes.
@@ -10,6 +17,8 @@ A docstring figure that is an example or a design constant, not a measurement, i
 ALLOWED with the reason; the README and the config header have no exceptions."""
 import ast
 import re
+import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,6 +37,22 @@ PATTERNS = {
     "run count": r"\b\d{2,}\s+(?:ok\s+)?(?:cells|processes|cell processes|tests|pairs|comparisons)\b",
     "machine size": r"\b\d+-core\b",
     "commit": r"\bcommit\s+[0-9a-f]{7,40}\b",
+}
+
+# The lasting documents' check: durations and run counts only (a document may well state a design
+# constant in seconds or a percentage; an hour or a count of processes is what a run note holds).
+DOC_PATTERNS = {
+    "duration": r"(?<![\w.])\d+(?:\.\d+)?(?:\s*(?:-|–|to)\s*\d+(?:\.\d+)?)?\s*"
+                r"(?:min|mins|minutes?|h|hrs?|hours?)\b",
+    "hour": r"\b(?:an|its|one|half an|a full)\s+hour\b",
+    "run count": r"\b\d{2,}\s+(?:ok\s+|failed\s+|twin\s+)?(?:cells|processes|cell processes|tests|"
+                 r"pairs|comparisons|passed)\b",
+}
+# (file, the matched text) -> why it is spec, not a run's figure. Keep it short; prefer rewording.
+DOC_ALLOWED = {
+    ("config.yaml", "24 pairs"): "the default design's twin count (config `twins`)",
+    ("docs/design.md", "24 pairs"): "the default design's twin count (config `twins`)",
+    ("docs/releases.md", "30 minutes"): "when an env counts as new (driver/report/releases.py)",
 }
 
 # (file, the matched text) -> why it is not a run's figure. Keep it short; prefer rewording.
@@ -140,3 +165,100 @@ def test_docstrings_have_no_run_figures():
     assert not found, "docstrings type run figures:\n" + "\n".join(found)
     stale = {k for k in set(ALLOWED) - used if (REPO / k[0]).exists()}
     assert not stale, "ALLOWED entries that match nothing any more: %s" % stale
+
+
+def doc_figures(text: str) -> list[tuple[str, str]]:
+    """(pattern name, matched text) for every typed duration or run count in a lasting document;
+    a link's target is not read (a dated run note is cited by linking it)."""
+    text = re.sub(r"\]\([^)\s]*\)", "]()", text)
+    return [(name, m.group(0)) for name, pattern in DOC_PATTERNS.items()
+            for m in re.finditer(pattern, text, re.I)]
+
+
+def config_comments(text: str) -> str:
+    """Every comment of config.yaml (the part of each line after its '#'), values left out."""
+    return "\n".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
+
+
+# What `make publish` writes from a run's tables (docs/RESULTS.md, docs/PROVENANCE.md, and their
+# archived copies): a run's figures, generated, never typed.
+GENERATED_FROM_A_RUN = {"RESULTS.md", "PROVENANCE.md"}
+
+
+def lasting_documents(root: Path) -> dict[str, str]:
+    """relative path -> the text the check reads: README.md, CHANGELOG.md, config.yaml's comments,
+    docs/**/*.md except the run notes and the pages generated from a run."""
+    docs = {}
+    for name in ("README.md", "CHANGELOG.md"):
+        if (root / name).exists():
+            docs[name] = (root / name).read_text(encoding="utf-8")
+    if (root / "config.yaml").exists():
+        docs["config.yaml"] = config_comments((root / "config.yaml").read_text(encoding="utf-8"))
+    for path in sorted((root / "docs").rglob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("docs/runs/") or path.name in GENERATED_FROM_A_RUN:
+            continue
+        docs[rel] = path.read_text(encoding="utf-8")
+    return docs
+
+
+def typed_figures(root: Path) -> tuple[list[str], set]:
+    """(the figures found outside DOC_ALLOWED, the DOC_ALLOWED entries used)."""
+    found, used = [], set()
+    for rel, text in lasting_documents(root).items():
+        for kind, figure in doc_figures(text):
+            if (rel, figure) in DOC_ALLOWED:
+                used.add((rel, figure))
+            else:
+                found.append("%s: %s %r" % (rel, kind, figure))
+    return found, used
+
+
+TYPED = ["the default study took 62 min", "inside its hour", "about an hour on a small machine",
+         "took 34 minutes", "1 h on a GPU", "58-64 min", "400 processes, 129 cells", "312 passed",
+         "2 hours", "an hour"]
+SPEC = ["every 10 s", "budget_s: 120", "4 processes per cell", "1 +- min_effect", "TF 2.14 and later",
+        "the hour of the day", "50 ms polling", "[run note](docs/runs/2026-11-26-x-62-min.md)",
+        "8 cells", "`time_budget_min` minutes"]
+
+
+@pytest.mark.parametrize("text", TYPED)
+def test_document_check_catches_typed_durations_and_counts(text):
+    assert doc_figures(text), text
+
+
+@pytest.mark.parametrize("text", SPEC)
+def test_document_check_leaves_spec_alone(text):
+    assert doc_figures(text) == [], text
+
+
+def test_lasting_documents_type_no_durations_or_run_counts():
+    found, used = typed_figures(REPO)
+    assert not found, ("lasting documents type durations or run counts (link a dated run note in "
+                       "docs/runs/ instead, or list spec in DOC_ALLOWED):\n" + "\n".join(found))
+    stale = set(DOC_ALLOWED) - used
+    assert not stale, "DOC_ALLOWED entries that match nothing any more: %s" % stale
+
+
+def test_a_planted_duration_fails_the_check(tmp_path):
+    """The check can fail: a copy of the lasting documents with figures planted in each kind of
+    file is caught, file by file; the same figure in a run note is not."""
+    for name in ("README.md", "CHANGELOG.md", "config.yaml"):
+        (tmp_path / name).write_text((REPO / name).read_text(encoding="utf-8"), encoding="utf-8")
+    shutil.copytree(REPO / "docs", tmp_path / "docs",
+                    ignore=lambda folder, names: [n for n in names if not n.endswith(".md")
+                                                  and not (Path(folder) / n).is_dir()])
+    before = typed_figures(tmp_path)[0]
+    plants = {"README.md": "The default study takes 62 min here.\n",
+              "CHANGELOG.md": "- the suite now runs in 34 minutes\n",
+              "config.yaml": "# sized for 1 h on a laptop\ntwins: 24\n",
+              "docs/METHOD.md": "It finishes in about an hour with 400 processes.\n",
+              "docs/runs/README.md": "took 62 min (a run note may say so)\n"}
+    for rel, line in plants.items():
+        with open(tmp_path / rel, "a", encoding="utf-8") as handle:
+            handle.write(line)
+    found = list((Counter(typed_figures(tmp_path)[0]) - Counter(before)).elements())
+    assert sorted(found) == sorted([
+        "README.md: duration '62 min'", "CHANGELOG.md: duration '34 minutes'",
+        "config.yaml: duration '1 h'", "docs/METHOD.md: hour 'an hour'",
+        "docs/METHOD.md: run count '400 processes'"]), found
