@@ -70,8 +70,15 @@ def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: fl
             else f"typically {(typical - 1) * 100:.0f} % slower")
     parts = [f"TF {first} take {span} {reference}'s step time, {word}"]
     slow = [(v, r) for v, r, d in zip(versions, ratio, verdicts) if d == RIGHT_FASTER]
-    rest = np.array([h for h, d in zip(high, verdicts) if d != RIGHT_FASTER], dtype=float)
+    # a sentence about every version at once needs a bound that holds for all at once: the
+    # duets table's simultaneous bound; the cells' tables have only each row's own
+    joint = "simultaneous_high" in head.columns and ncol(head, "simultaneous_high").notna().any()
+    bound = ncol(head, "simultaneous_high") if joint else ncol(head, "ratio_ci_high")
+    rest = np.array([h for h, d in zip(bound.to_numpy(dtype=float), verdicts)
+                     if d != RIGHT_FASTER], dtype=float)
     rest = rest[np.isfinite(rest)]
+    at = (f"at {level * 100:.0f} % for all versions at once" if joint
+          else f"at {level * 100:.0f} % each")
     if len(slow) > 3:
         parts.append(f"significantly slower in {len(slow)} of {n} versions")
     elif slow:
@@ -80,10 +87,9 @@ def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: fl
         worst = float(rest.max())
         who = "no other version" if slow else "no version"
         if worst <= 1.0:
-            parts.append(f"{'the others are' if slow else 'every version is'} faster at "
-                         f"{level:.0%}")
+            parts.append(f"{'the others are' if slow else 'every version is'} faster {at}")
         else:
-            parts.append(f"{who} is more than {_pct_slower(worst)} slower at {level * 100:.0f} %")
+            parts.append(f"{who} is more than {_pct_slower(worst)} slower {at}")
     tally = [f"{k} {w}" for k, w in ((n_slow, "slower"), (n_fast, "faster"),
                                      (n_eq, "equivalent")) if k]
     n_und = n - n_slow - n_fast - n_eq
@@ -95,6 +101,31 @@ def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: fl
     return {"what": what, "text": "; ".join(parts) + ".", "tally": f"{', '.join(tally)} of {n}",
             "cls": cls, "typical": typical, "worst": float(np.nanmax(high))
             if np.isfinite(high).any() else math.nan}
+
+
+def duet_rows(duets: pd.DataFrame, mode: str, legacy: bool = False) -> pd.DataFrame:
+    """The duets table's rows of one mode, in version order: the Keras each version's users get
+    by default (tf.keras; from TF 2.16 Keras 3 in eager mode, tf_keras in graph mode, where
+    Keras 3 has none), or with legacy=True the eager rows of the legacy tf_keras beside Keras 3."""
+    if duets.empty or "mode" not in duets.columns:
+        return pd.DataFrame()
+    part = duets[(col(duets, "mode").map(text) == mode)
+                 & (col(duets, "api").map(text) == HEADLINE_API)]
+    keras = col(part, "keras").map(text)
+    has_k3 = set(col(part[keras == "keras3"], "env").map(text))
+    legacy_rows = (keras == "tf_keras") & col(part, "env").map(text).isin(has_k3)
+    part = part[legacy_rows] if legacy else part[~legacy_rows]
+    order = sorted(part.index, key=lambda i: version_key(text(part.at[i, "left_framework_version"])))
+    return part.loc[order]
+
+
+def legacy_text(rows: pd.DataFrame) -> str:
+    """The legacy tf_keras beside Keras 3, in the versions that have both."""
+    ratio = ncol(rows, "ratio").dropna()
+    vers = [text(v) for v in col(rows, "left_framework_version")]
+    span = f"{ratio.min():.2f}–{ratio.max():.2f}x" if len(ratio) > 1 else f"{ratio.iloc[0]:.2f}x"
+    which = f"{vers[0]}–{vers[-1]}" if len(vers) > 1 else vers[0]
+    return f"with the legacy tf_keras (TF_USE_LEGACY_KERAS=1) TF {which} take {span}"
 
 
 def keras3_line(tf2: pd.DataFrame, reference: str) -> dict | None:
@@ -276,13 +307,26 @@ def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: floa
     reference = "TF " + ", ".join(refs) if refs else reference_env
     lines = []
     heads = []
+    duets = tabs.get("duets", pd.DataFrame())
     for mode in ("graph", "eager"):
-        part = df[(col(df, "mode").map(text) == mode) & (col(df, "api").map(text) == HEADLINE_API)]
-        if part.empty:
-            continue
-        head = headline_rows(part)
+        head = duet_rows(duets, mode)
+        if head.empty:
+            part = df[(col(df, "mode").map(text) == mode)
+                      & (col(df, "api").map(text) == HEADLINE_API)]
+            if part.empty:
+                continue
+            head = headline_rows(part)
+            line = mode_line(head, mode, HEADLINE_API, reference, level)
+        else:
+            line = mode_line(head, mode, HEADLINE_API, reference, level)
+            line["note"] = ("from duets: each version and " + reference + " timed in turns "
+                            "in two live workers, " + f"{int(ncol(head, 'n').min())}"
+                            + " duets each (docs/design.md)")
+            legacy = duet_rows(duets, mode, legacy=True)
+            if not legacy.empty:
+                line["text"] = line["text"].rstrip(".") + "; " + legacy_text(legacy) + "."
         heads.append(head)
-        lines.append(mode_line(head, mode, HEADLINE_API, reference, level))
+        lines.append(line)
     for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env),
                  fit_line(tabs, cells),
                  frameworks_line(tabs.get("frameworks_best", pd.DataFrame())),
