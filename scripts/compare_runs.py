@@ -180,6 +180,7 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
                       "expected_sd": float(exp["expected_sd"].iloc[0]) if len(exp) else None})
     envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
+        "duets_calibration": duets_calibration(fa, fb, level),
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
         "cells_calibration_shift_kept": cell_raw,
@@ -202,6 +203,30 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
         # one machine or two (driver/study/fingerprint.py, from each side's facts.json)
         "machines": fingerprint.compare_folders(fa, fb),
     }
+
+
+def duets_calibration(fa: Path, fb: Path, level: float = 0.95) -> dict:
+    """The headline's duets (duets.csv) across two runs: rows share no process, so the share
+    beyond their combined CIs has the plain binomial CI; and each run's decided rows per mode."""
+    tabs = [bundle.read_table(f / "duets.csv") if (f / "duets.csv").exists() else pd.DataFrame()
+            for f in (fa, fb)]
+    decided = {}
+    for name, tab in zip("ab", tabs):
+        if tab.empty:
+            continue
+        for mode, part in tab.groupby("mode"):
+            decided.setdefault(mode, {})[name] = {
+                "decided": int(part["verdict"].isin(sorted(DECIDED) + ["equivalent"]).sum()),
+                "rows": int(len(part))}
+    if any(t.empty for t in tabs):
+        return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,
+                "decided": decided}
+    keys = ["env", "cell_id"]
+    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    out = calibration.cross_run(both["log_ratio_a"], both["se_log_a"], both["df_a"],
+                                both["log_ratio_b"], both["se_log_b"], both["df_b"], level)
+    return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
+            "ok": bool(out["beyond"]["ok"]), "decided": decided}
 
 
 def _rate_text(r: dict) -> str:
@@ -239,6 +264,13 @@ def main(argv=None):
                   f"draws); the binomial CI above assumes independent rows. Verdict: "
                   f"{'ok' if cal['ok'] else 'MISCALIBRATED'}")
         print(f"  run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
+    duets = out["duets_calibration"]
+    if duets["matched"]:
+        print(f"cross-run calibration, duets (the headline; rows share no process): beyond "
+              f"their combined CIs {_rate_text(duets['beyond'])}; tau {duets['tau']:.4f}")
+    for mode, runs in sorted(duets["decided"].items()):
+        print(f"  duets decided, {mode}: " + "; ".join(
+            f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
     for row in out["moved_cells"]:
         print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "
               f"{row['median_s_b'] * 1e3:.2f} ms (t {row['t']:.2f})")

@@ -47,3 +47,39 @@ def test_a_folder_without_tables_is_named(tmp_path):
     run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and str(tmp_path) in run.stderr
+
+
+def test_duets_are_judged_on_their_own_with_the_plain_binomial_ci(tmp_path):
+    """Two runs' duets tables: matched by env and cell, the beyond-CI share with its binomial CI
+    (rows share no process), and each run's decided rows per mode; a run level shift of the
+    rows that their CIs leave out (planted) fails it."""
+    import math as _math
+
+    import numpy as _np
+
+    from driver.tables import bundle as _bundle
+    from driver.tables import duets as _duets
+
+    rng = _np.random.default_rng(11)
+    truth = rng.normal(0.0, 0.15, 40)
+    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
+            "api": "train_on_batch", "keras": "tf.keras", "mode": "graph"}
+
+    def run(folder, offset_sd):
+        recs = []
+        for i, t in enumerate(truth):
+            off = rng.normal(0, offset_sd)
+            for r, x in enumerate(rng.normal(t + off, 0.05, 6)):
+                recs.append({"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
+                             "cell": cell, "reference_env": "tf1.14", "reference_cell": cell,
+                             "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01})
+        folder.mkdir()
+        _bundle.write_table(_duets.duets_table(recs), folder / "duets.csv")
+        return folder
+
+    good = compare_runs.duets_calibration(run(tmp_path / "a", 0), run(tmp_path / "b", 0))
+    assert good["matched"] == 40 and good["ok"]
+    assert good["decided"]["graph"]["a"]["rows"] == 40
+    planted = 0.05 / _math.sqrt(6) * 2  # each row moved by 2 of its se, per run
+    bad = compare_runs.duets_calibration(run(tmp_path / "c", planted), run(tmp_path / "d", planted))
+    assert not bad["ok"]
