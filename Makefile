@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish report lock clean-results retry-failed unlock compare-runs reference own dimension measure-fork architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish report lock clean-results retry-failed unlock compare-runs reference own dimension components measure-fork architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -61,11 +61,17 @@ dimension: venv  ## variance and cost per level, best repeats and window: make d
 	@test -n "$(R)" || { echo "usage: make dimension R=<results dir> [B=<second results dir>]" >&2; exit 2; }
 	$(BIN)/python scripts/dimension.py $(R) $(B) $(ARGS)
 
+components: venv  ## where the spread comes from and what each replicate costs (fresh pairs vs duets); quiet machine only: make components ARGS="--trials 20"
+	$(BIN)/python scripts/components.py $(ARGS)
+
 measure-fork: venv  ## fresh vs forked cell processes (spread, cost); on a quiet machine only: make measure-fork ARGS="--n 20"
 	$(BIN)/python scripts/measure_fork.py $(ARGS)
 
-publish: venv  ## copy the report, workbook and tables into docs/ and write docs/RESULTS.md
-	$(BIN)/python scripts/publish.py --results results --docs docs
+publish: venv  ## copy a run's measurements into docs/data/<machine>/<run>/, then regenerate docs/ from them (docs/publishing.md)
+	$(BIN)/python scripts/publish.py --results results --docs docs $(ARGS)
+
+republish: venv  ## regenerate docs/'s report, workbook, tables and pages from docs/data by the current code
+	$(BIN)/python scripts/republish.py --docs docs $(ARGS)
 
 architecture: venv  ## regenerate docs/ARCHITECTURE.md (the map of the code) from the module docstrings
 	$(BIN)/python scripts/architecture_doc.py

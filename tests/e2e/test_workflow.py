@@ -107,6 +107,21 @@ def test_quick_study_outputs(quick_run):
     assert set(fit_epoch.left_api) == {"fit_epoch"} and set(fit_epoch.right_api) == {
         "train_on_batch"} and len(fit_epoch) >= 5
     assert (ok.median_s > 0).all() and (ok.first_call_s > 0).all()
+    # the headline's duets: TF 2.21 (tf_keras in graph; Keras 3 and tf_keras in eager) against
+    # TF 1.14's tf.keras, two duets each, both sides timed in turns in live workers
+    duets = pd.read_csv(work / "results/tables/duets.csv")
+    assert sorted(zip(duets["mode"], duets["keras"])) == [("eager", "keras3"),
+                                                          ("eager", "tf_keras"),
+                                                          ("graph", "tf_keras")]
+    assert (duets.n == 2).all() and (duets.n_failed == 0).all(), duets.reason.tolist()
+    assert (duets.right_env == "tf1.14").all() and (duets.ratio > 0).all()
+    assert duets.se_log.notna().all() and (duets.df == 1).all()
+    for path in sorted((work / "results/duets").rglob("*.json")):
+        duet = json.loads(path.read_text())
+        assert duet["status"] == "ok", (path, duet.get("reason"), duet.get("log_tail"))
+        assert len(duet["left_windows_s"]) == len(duet["right_windows_s"]) == 2
+        assert duet["ready"]["left"]["first_call_s"] > 0
+        assert duet["provenance"]["right_env"]["framework_version"] == "1.14.0"
     # with one process per cell there is no process-level CI (and so no verdict)
     several = ok[ok.n_repeats > 1]
     assert (several.ci_low_s <= several.median_s).all()

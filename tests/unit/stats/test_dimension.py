@@ -123,3 +123,15 @@ def test_make_dimension_reads_a_results_dir(tmp_path, capsys):
     assert out["recommended"]["seconds_per_cell"] <= out["current"]["seconds_per_cell"] + 1e-9
     with pytest.raises(SystemExit, match="no cell files"):
         main([str(tmp_path / "nothing")])
+
+
+def test_halfwidth_uses_the_analysis_critical_value_and_sizes_comparisons():
+    """The audit's case: k = 4, spread 0.13 a process: a cell's 95 % half-width is 1.96 x
+    0.13 / 2 (not t(3) = 3.18 x), and a ratio's 90 % TOST half-width is 1.645 x 0.13 x sqrt(2/4)."""
+    sd = 0.13
+    cell = dimension.halfwidth(4, 1e9, 0.0, sd ** 2)
+    assert cell == pytest.approx(1.959964 * sd / 2, rel=1e-5)
+    tost = dimension.halfwidth(4, 1e9, 0.0, sd ** 2, level=0.90, comparison=True)
+    assert tost == pytest.approx(1.644854 * sd * math.sqrt(0.5), rel=1e-5)
+    small_df = dimension.halfwidth(4, 1e9, 0.0, sd ** 2, df=3)
+    assert small_df / cell == pytest.approx(3.182446 / 1.959964, rel=1e-5)
