@@ -1,35 +1,48 @@
-"""`make publish`: copy one run's report, workbook and tables into docs/ and write its results page.
+"""`make publish`: copy a run's measurements (every process's cell file, with all its samples)
+into docs/data/<machine key>/<run id>/, then regenerate docs/'s derived files from all published
+runs.
 
-docs/ after a publish:
-    index.html        the report (results/report.html), so the folder's URL opens it
-    RESULTS.md        the results page, generated here from the run's tables and facts.json: the
-                      report's first-screen sentences (driver/report/answer.py), what ran, the
-                      verdicts per comparison, failed and skipped cells. Never typed by hand.
-    study.xlsx        the workbook
-    tables/*.csv      every table of results/tables/ (tables gone from results/ are removed), and
-    tables/facts.json the run's machines, envs, dates and failures
-    PROVENANCE.md     what was published: the commit, the machines, dates, versions, checksums
-    .nojekyll         GitHub Pages serves the files as they are
+What a run folder holds (scripts/republish.py reads it):
+    processes.tar.xz  what aggregation reads, as the study wrote it under results/: the cell files
+                      of the key and of its twin key (results/cells/<key>[.twin]/), the rounds'
+                      order and plan files (results/rounds/<key>/), the machine's probe and
+                      fingerprint files (results/machines/<key>/), the headline's duets where the
+                      study ran them (results/duets/<key>/); xz-compressed, members in
+                      sorted order with fixed owner, mode and time, so the same files give the
+                      same bytes
+    run.json          the run: machine key; run id (<date of the first process>-<short commit>);
+                      the commit that timed it (the one the cell files record; when they record
+                      none, --commit, else the HEAD of the git tree that holds the results folder,
+                      e.g. the frozen worktree the run used; `commit_source` says which); the
+                      first process start, the last end (start + cell wall time) and the wall
+                      time between them; processes and ok processes; envs; the machine's
+                      fingerprint and facts; the config its analysis used (the workbook's `about`
+                      sheet, else --config); the archive's size and sha256
 
-The report links to `study.xlsx` and `tables/<name>.csv` relatively, and results/ has the same
-layout, so the links work in both places.
+Every machine key found under results/cells/ is published as its own run (twin keys go with their
+machine); --machine picks some. Publishing the same results again changes nothing; a run that
+grew (more rounds, retried cells: its earlier files are all still there) replaces its folder; any
+other run with the same id gets a suffix (-2, -3, ...). Then docs/'s derived files are regenerated
+from all of docs/data (scripts/republish.py; --no-regenerate skips it). The report, workbook and
+tables of results/ are never copied: what docs/ shows is always what the current code makes of
+the measurements.
 
-Atomic enough: everything is staged in a temporary folder inside docs/ first, then each file is
-moved into place with os.replace (atomic per file), so a failed copy leaves the previous
-publication whole. Idempotent: the same results give byte-identical files (the note carries no
-publish time, only facts of the results and checksums). Other files in docs/ are left alone.
+The results page (`results_page`) is built here, from a tables folder: scripts/republish.py
+writes it as docs/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
+import collections
+import datetime
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -39,49 +52,21 @@ import pandas as pd  # noqa: E402
 
 from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import bottom_line  # noqa: E402
+from driver.report.sections import machines as machines_section  # noqa: E402
+from driver.study import layout  # noqa: E402
 from driver.tables import bundle  # noqa: E402
-from tfspeed.atomic import write_text  # noqa: E402
 from tfspeed.versions import version_tuple  # noqa: E402
 
-REQUIRED = ("report.html", "study.xlsx", "tables/cells.csv")
+REPO = Path(__file__).resolve().parent.parent
+ARCHIVE = "processes.tar.xz"
+RUN_JSON = "run.json"
+# Where a cell file may name the commit that timed it (first found wins, per file).
+COMMIT_KEYS = (("provenance", "code", "commit"), ("provenance", "workflow", "commit"),
+               ("provenance", "commit"), ("code", "commit"), ("commit",))
 
 
 class PublishError(Exception):
     pass
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _git_commit(repo: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
-
-
-def _study_facts(cells_csv: Path) -> dict:
-    """Machines, envs, framework versions and status counts from cells.csv (stdlib csv: this
-    script must run with nothing but Python)."""
-    facts = {"machines": set(), "versions": set(), "status": {}, "cells": 0}
-    with open(cells_csv, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            facts["cells"] += 1
-            if row.get("machine"):
-                facts["machines"].add(row["machine"])
-            if row.get("framework_version"):
-                facts["versions"].add("%s %s" % (row.get("framework") or "tensorflow",
-                                                 row["framework_version"]))
-            status = row.get("status") or "unknown"
-            facts["status"][status] = facts["status"].get(status, 0) + 1
-    return facts
 
 
 def _version_key(text):
@@ -90,33 +75,16 @@ def _version_key(text):
     return (framework, version_tuple(version))
 
 
-def provenance_note(results: Path, files: dict, commit: str) -> str:
-    facts = _study_facts(results / "tables" / "cells.csv")
-    lines = [
-        "# Published tfspeed results",
-        "",
-        "The report of one run of the study, as produced by `make study` and copied here by",
-        "`make publish` (scripts/publish.py). Open `index.html`; the workbook and the tables",
-        "are beside it. Every cell's own provenance (CPU, packages, spec hash, load) is in the",
-        "report's Environments section.",
-        "",
-        "- workflow commit: `%s`" % commit,
-        "- machines: %s" % (", ".join(sorted(facts["machines"])) or "unknown"),
-        "- versions: %s" % (", ".join(sorted(facts["versions"], key=_version_key)) or "unknown"),
-        "- cells: %d (%s)" % (facts["cells"], ", ".join(
-            "%s %d" % kv for kv in sorted(facts["status"].items()))),
-        "",
-        "| file | bytes | sha256 |",
-        "| --- | ---: | --- |",
-    ]
-    for name in sorted(files):
-        path = files[name]
-        lines.append("| %s | %d | `%s` |" % (name, path.stat().st_size, _sha256(path)))
-    return "\n".join(lines) + "\n"
+def _wall(seconds) -> str:
+    try:
+        seconds = int(round(float(seconds)))
+    except (TypeError, ValueError):
+        return "unknown"
+    return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
 # ---------------------------------------------------------------------------------------------
-# The results page: generated from the run's tables and facts.json, never typed.
+# The results page: generated from the tables and facts.json, never typed.
 
 def _md(value) -> str:
     """A table cell: no line breaks, no pipes."""
@@ -131,11 +99,13 @@ def _read_facts(tables: Path) -> dict:
         return json.load(handle)
 
 
-def results_page(tables, min_effect: float) -> str:
+def results_page(tables, min_effect: float, runs=None) -> str:
     """docs/RESULTS.md from a run's tables folder (cells.csv, the comparison tables, facts.json):
     the report's first screen (the bottom line of driver/report/bottom_line.py and the per-mode
     sentences of driver/report/answer.py), what ran, the verdicts per comparison table, and the
-    cells that failed or were skipped. Every figure on it comes from those files."""
+    cells that failed or were skipped; with `runs` (run.json documents, scripts/republish.py),
+    the runs it comes from and, with several machines, how they compare (the report's "Machines
+    compared", driver/report/sections/machines.py). Every figure on it comes from those files."""
     tables = Path(tables)
     if not (tables / "cells.csv").is_file():
         raise PublishError("no results page: %s has no cells.csv" % tables)
@@ -150,11 +120,21 @@ def results_page(tables, min_effect: float) -> str:
         "right_env" in tabs["tf2_vs_tf1"] else pd.Series(dtype=object)
     bottom = bottom_line(tabs, cells, right.mode()[0] if len(right) else "the reference env")
     out = ["# Results", "",
-           "Generated by `make publish` (`scripts/publish.py`) from the published run's "
-           "`tables/` and `tables/facts.json`; do not edit it by hand. The full report is "
-           "[`index.html`](index.html), the workbook [`study.xlsx`](study.xlsx), and what was "
-           "published, with checksums, [`PROVENANCE.md`](PROVENANCE.md).", "",
-           "## The bottom line", ""]
+           "Generated by `make republish` (`scripts/republish.py`) from the runs published "
+           "under [`data/`](data/), by the current code; do not edit it by hand. The full "
+           "report is [`index.html`](index.html), the workbook [`study.xlsx`](study.xlsx), "
+           "every table under `tables/`, and the runs, with their commits, dates and "
+           "checksums, [`PROVENANCE.md`](PROVENANCE.md).", ""]
+    if runs:
+        out += ["## Runs", "", "| machine key | run | run commit | measured (UTC) | wall time |",
+                "| --- | --- | --- | --- | --- |"]
+        for run in runs:
+            out.append("| %s | [%s](data/%s/%s/run.json) | `%s` | %s to %s | %s |" % (
+                run["machine"], run["run_id"], run["machine"], run["run_id"],
+                str(run.get("commit") or "unknown")[:12], run.get("started_utc"),
+                run.get("ended_utc"), _wall(run.get("wall_s"))))
+        out.append("")
+    out += ["## The bottom line", ""]
     for line in bottom["lines"]:
         tally = " (%s)" % line["tally"] if line.get("tally") else ""
         note = " (%s)" % line["note"] if line.get("note") else ""
@@ -199,6 +179,17 @@ def results_page(tables, min_effect: float) -> str:
         out.append("| [`%s`](tables/%s.csv) | %d | %d | %d | %d | %d |" % (
             name, name, len(df), verdicts.get(answer.LEFT, 0), verdicts.get(answer.RIGHT, 0),
             verdicts.get(answer.EQUIV, 0), verdicts.get(answer.INCONCL, 0)))
+    compared = machines_section.compare(
+        bundle.read_tables([tables / "tf2_vs_tf1.csv"])["tf2_vs_tf1"]
+        if (tables / "tf2_vs_tf1.csv").is_file() else pd.DataFrame())
+    if len(compared["machines"]) > 1:
+        out += ["", "## Machines compared", "",
+                "The like-for-like `tf2_vs_tf1` rows on each machine (%s), per mode and API: do "
+                "the machines give the same verdict, and how far apart are their ratios (sd of "
+                "log ratios over machines)? Row by row in the report's *Machines compared*."
+                % ", ".join(compared["machines"]), ""]
+        for group in compared["groups"]:
+            out.append("- **%s**: %s" % (group["what"], group["text"]))
     bad = cells[cells["status"] != "ok"]
     out += ["", "## Failed and skipped cells", ""]
     if bad.empty:
@@ -211,52 +202,6 @@ def results_page(tables, min_effect: float) -> str:
                                                     reason[:200] + ("…" if len(reason) > 200
                                                                     else "")))
     return "\n".join(out) + "\n"
-
-
-def publish(results, docs, repo=None, config_path=None) -> dict:
-    """Copy results/ into docs/ and write the results page; returns {published name: source path}.
-    config_path: the run's config, read for `min_effect` when the workbook does not carry it."""
-    results, docs = Path(results), Path(docs)
-    repo = Path(repo) if repo else Path(__file__).resolve().parent.parent
-    missing = [name for name in REQUIRED if not (results / name).is_file()]
-    if missing:
-        raise PublishError("nothing published: %s missing under %s (run `make study` first)"
-                           % (", ".join(missing), results))
-    sources = {"index.html": results / "report.html", "study.xlsx": results / "study.xlsx"}
-    for csv_path in sorted((results / "tables").glob("*.csv")):
-        sources["tables/" + csv_path.name] = csv_path
-    if (results / "tables" / "facts.json").is_file():
-        sources["tables/facts.json"] = results / "tables" / "facts.json"
-    docs.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=str(docs)))
-    try:
-        for name, src in sources.items():
-            dst = stage / name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-        staged = {name: stage / name for name in sources}
-        min_effect = run_min_effect(results / "study.xlsx", config_path)
-        (stage / "RESULTS.md").write_text(results_page(stage / "tables", min_effect),
-                                          encoding="utf-8")
-        staged["RESULTS.md"] = stage / "RESULTS.md"
-        (stage / "PROVENANCE.md").write_text(provenance_note(results, staged, _git_commit(repo)),
-                                             encoding="utf-8")
-        (stage / ".nojekyll").write_text("")
-        # Move into place: each os.replace is atomic, and nothing is replaced before every
-        # file was copied.
-        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
-            rel = path.relative_to(stage)
-            target = docs / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
-        # Tables that are no longer in results/ would be stale: remove them.
-        keep = {docs / name for name in sources}
-        for old in [*(docs / "tables").glob("*.csv"), *(docs / "tables").glob("facts.json")]:
-            if old not in keep:
-                old.unlink()
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    return sources
 
 
 def run_min_effect(workbook, config_path=None) -> float:
@@ -291,34 +236,279 @@ def run_min_effect(workbook, config_path=None) -> float:
         return float(yaml.safe_load(handle)["properties"]["min_effect"]["default"])
 
 
+# ---------------------------------------------------------------------------------------------
+# Publishing a run's measurements
+
+def machine_keys(results) -> list[str]:
+    """The machine keys (twin keys folded into their machine) with cell files under results."""
+    cells = Path(results) / "cells"
+    keys = {layout.base_machine(p.name) for p in cells.iterdir()
+            if p.is_dir() and any(p.glob("*/*.r[0-9]*.json"))} if cells.is_dir() else set()
+    return sorted(keys)
+
+
+def run_files(results, key) -> list[str]:
+    """The files of one machine key's run, relative to results/, sorted."""
+    results = Path(results)
+    names = []
+    for folder in (key, layout.twin_key(key)):
+        names += [p for p in (results / "cells" / folder).glob("*/*.r[0-9]*.json")]
+        names += [p for p in (results / "rounds" / folder).glob("*.json")]
+        names += [p for p in (results / "machines" / folder).glob("*.json")]
+        names += [p for p in (results / "duets" / folder).glob("*/*.json")]
+    return sorted(p.relative_to(results).as_posix() for p in names if p.is_file())
+
+
+def _dig(doc, path):
+    for part in path:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _git(tree, *args) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
+                             timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def run_commit(records: list[dict], results, commit=None) -> tuple[str | None, str]:
+    """(commit, where it came from): the cell files' own (the commit of most processes, when they
+    name several), else `commit`, else the HEAD of the git tree holding `results`."""
+    found = collections.Counter()
+    for rec in records:
+        for path in COMMIT_KEYS:
+            value = _dig(rec, path)
+            if isinstance(value, str) and value.strip():
+                found[value.strip()] += 1
+                break
+    if found:
+        best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+        source = "cell files"
+        if len(best) > 1:
+            source += " (%d commits; %s)" % (len(best), ", ".join(
+                "%s: %d processes" % (c[:12], n) for c, n in best))
+        return best[0][0], source
+    if commit:
+        return commit, "given to make publish"
+    head = _git(Path(results).resolve().parent, "rev-parse", "HEAD")
+    if head:
+        dirty = _git(Path(results).resolve().parent, "status", "--porcelain",
+                     "--untracked-files=no")
+        return head, "HEAD of the checkout holding the results folder at publish time" + (
+            ", with uncommitted changes" if dirty else "")
+    return None, "unknown"
+
+
+def _utc(value):
+    try:
+        when = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def run_facts(records: list[dict]) -> dict:
+    """Dates, wall time, counts, envs, fingerprint and machine facts of one run's cell files."""
+    starts, ends = [], []
+    for rec in records:
+        start = _utc(rec.get("started_utc"))
+        if start is None:
+            continue
+        starts.append(start)
+        wall = _dig(rec, ("provenance", "cell_wall_s"))
+        ends.append(start + datetime.timedelta(seconds=float(wall))
+                    if isinstance(wall, (int, float)) else start)
+    latest = max(records, key=lambda r: str(r.get("started_utc") or ""))
+    facts = _dig(latest, ("provenance", "machine")) or {}
+    first, last = (min(starts), max(ends)) if starts else (None, None)
+
+    def iso(t):
+        return (t.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+                .replace("+00:00", "Z") if t else None)
+
+    return {
+        "date": first.strftime("%Y-%m-%d") if first else "undated",
+        "started_utc": iso(first), "ended_utc": iso(last),
+        "wall_s": round((last - first).total_seconds(), 3) if starts else None,
+        "processes": len(records),
+        "ok": sum(1 for r in records if r.get("status") == "ok"),
+        "envs": sorted({str(r.get("env")) for r in records}),
+        "fingerprint": facts.get("fingerprint") if isinstance(facts, dict) else None,
+        "machine_facts": {k: facts.get(k) for k in ("cpu_model", "cpu_count", "gpus",
+                                                    "mem_total_gb", "platform")}
+        if isinstance(facts, dict) else {},
+    }
+
+
+def _laid_over(base: dict, top: dict) -> dict:
+    """`top` laid over `base` as the workflow does: mappings merge key by key, the rest
+    replaces."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _laid_over(out[key], value) if isinstance(value, dict) and \
+            isinstance(out.get(key), dict) else value
+    return out
+
+
+def run_config(results, config_path=None) -> dict:
+    """The config the run's analysis used: the workbook's `about` sheet (what the workflow
+    passed to aggregation), else the config file given laid over the repository's config.yaml
+    (as the workflow lays a --configfile over it)."""
+    import yaml
+
+    try:
+        import openpyxl
+
+        sheet = openpyxl.load_workbook(Path(results) / "study.xlsx", read_only=True)["about"]
+        rows = [row[:2] for row in sheet.iter_rows(values_only=True)]
+        start = [i for i, row in enumerate(rows) if row[0] == "config (YAML)"]
+        if start:
+            found = yaml.safe_load("\n".join(str(row[1]) for row in rows[start[0] + 1:]
+                                             if row[1])) or {}
+            if isinstance(found, dict) and found:
+                return found
+    except Exception:  # noqa: BLE001 - no readable workbook: the config files say
+        pass
+    with open(REPO / "config.yaml", encoding="utf-8") as handle:
+        config = yaml.safe_load(handle) or {}
+    if config_path and Path(config_path).is_file() and \
+            Path(config_path).resolve() != (REPO / "config.yaml").resolve():
+        with open(config_path, encoding="utf-8") as handle:
+            top = yaml.safe_load(handle) or {}
+        config = _laid_over(config, top if isinstance(top, dict) else {})
+    return config
+
+
+def write_archive(results, names, out) -> None:
+    """processes.tar.xz of `names` (relative to results): same files, same bytes."""
+    results = Path(results)
+    with tarfile.open(out, "w:xz", format=tarfile.PAX_FORMAT) as tar:
+        for name in names:
+            data = (results / name).read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _members(archive) -> set[str]:
+    with tarfile.open(archive, "r:xz") as tar:
+        return set(tar.getnames())
+
+
+def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
+    """Publish one machine key's run into docs/data/<key>/<run id>/; returns its run.json with
+    `path` and `action` (new, unchanged, replaced)."""
+    import republish
+
+    results, docs = Path(results), Path(docs)
+    names = run_files(results, key)
+    cell_names = [n for n in names if n.startswith("cells/")]
+    if not cell_names:
+        raise PublishError("no cell files of machine %s under %s/cells" % (key, results))
+    records = []
+    for name in cell_names:
+        try:
+            with open(results / name, encoding="utf-8") as handle:
+                records.append(json.load(handle))
+        except (OSError, ValueError) as exc:
+            raise PublishError("%s: not a cell file (%s)" % (results / name, exc)) from exc
+    facts = run_facts(records)
+    sha, source = run_commit(records, results, commit)
+    run_id = "%s-%s" % (facts["date"], sha[:7] if sha else "nocommit")
+    machine_dir = docs / "data" / key
+    machine_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=str(machine_dir)))
+    try:
+        write_archive(results, names, stage / ARCHIVE)
+        digest = republish.sha256(stage / ARCHIVE)
+        action, suffix = "new", 1
+        while True:
+            rid = run_id if suffix == 1 else "%s-%d" % (run_id, suffix)
+            target = machine_dir / rid
+            if not target.exists():
+                break
+            old = target / ARCHIVE
+            if old.is_file() and republish.sha256(old) == digest:
+                action = "unchanged"
+                break
+            if old.is_file() and _members(old) <= set(names):
+                action = "replaced"  # the same run, grown: more rounds or retried cells
+                break
+            suffix += 1
+        run = {"machine": key, "run_id": rid, "commit": sha, "commit_source": source, **facts,
+               "config": run_config(results, config_path),
+               "archive": {"name": ARCHIVE, "bytes": (stage / ARCHIVE).stat().st_size,
+                           "sha256": digest, "files": len(names)}}
+        if action != "unchanged":
+            (stage / RUN_JSON).write_text(json.dumps(run, indent=1, sort_keys=True, default=str)
+                                          + "\n", encoding="utf-8")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(stage, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return dict(run, path=str(target), action=action)
+
+
+def publish(results, docs, machines=None, commit=None, config_path=None,
+            regenerate=True) -> list[dict]:
+    """Publish every machine key's run found under results/cells (or those in `machines`), then
+    regenerate docs/'s derived files from all of docs/data (scripts/republish.py)."""
+    import republish
+
+    results, docs = Path(results), Path(docs)
+    keys = machine_keys(results)
+    if not keys:
+        raise PublishError("nothing published: no cell files under %s/cells (run `make study` "
+                           "first)" % results)
+    if machines:
+        missing = sorted(set(machines) - set(keys))
+        if missing:
+            raise PublishError("no cell files of %s under %s/cells (there: %s)" % (
+                ", ".join(missing), results, ", ".join(keys)))
+        keys = [k for k in keys if k in set(machines)]
+    runs = [publish_run(results, docs, key, commit=commit, config_path=config_path)
+            for key in keys]
+    if regenerate:
+        republish.republish(docs, code_commit=republish.git_commit())
+    return runs
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default="results", help="the run's results folder")
     parser.add_argument("--docs", default="docs", help="where to publish (GitHub Pages: docs/)")
+    parser.add_argument("--machine", action="append",
+                        help="publish this machine key only (repeatable; default: every key "
+                             "under <results>/cells)")
+    parser.add_argument("--commit", help="the commit that timed the run, when its cell files "
+                                         "record none (default: the HEAD of the git tree that "
+                                         "holds the results folder)")
     parser.add_argument("--config", default="config.yaml",
-                        help="the run's config, read for min_effect (the equivalence band) when "
-                             "the workbook does not record it")
-    parser.add_argument("--page-only", action="store_true",
-                        help="only rewrite <docs>/RESULTS.md from what is published there "
-                             "(<docs>/tables, <docs>/study.xlsx)")
+                        help="the run's config, when the workbook does not record it")
+    parser.add_argument("--no-regenerate", action="store_true",
+                        help="only copy the measurements; `make republish` regenerates later")
     args = parser.parse_args(argv)
-    if args.page_only:
-        docs = Path(args.docs)
-        try:
-            page = results_page(docs / "tables", run_min_effect(docs / "study.xlsx", args.config))
-        except PublishError as exc:
-            print("publish: %s" % exc, file=sys.stderr)
-            return 1
-        write_text(str(docs / "RESULTS.md"), page)
-        print("wrote %s" % (docs / "RESULTS.md"))
-        return 0
     try:
-        sources = publish(args.results, args.docs, config_path=args.config)
+        runs = publish(args.results, args.docs, machines=args.machine, commit=args.commit,
+                       config_path=args.config, regenerate=not args.no_regenerate)
     except PublishError as exc:
         print("publish: %s" % exc, file=sys.stderr)
         return 1
-    print("published %d files to %s/ (open %s/index.html; the results page is %s/RESULTS.md)"
-          % (len(sources) + 2, args.docs, args.docs, args.docs))
+    for run in runs:
+        print("%s: %s/%s (%s; %d processes, commit %s)" % (
+            run["action"], run["machine"], run["run_id"], run["path"], run["processes"],
+            (run["commit"] or "unknown")[:12]))
+    if not args.no_regenerate:
+        print("regenerated %s/ from %s/data (open %s/index.html; the results page is "
+              "%s/RESULTS.md)" % (args.docs, args.docs, args.docs, args.docs))
     return 0
 
 

@@ -1,5 +1,4 @@
-"""The report (scripts/driver/report/render.py and the views it runs, report/template.html.j2) and
-`make publish` (scripts/publish.py).
+"""The report (scripts/driver/report/render.py and the views it runs, report/template.html.j2).
 
 The report is rendered from a synthetic study written to tmp_path (cells.csv, the comparison
 tables, cell files), so these tests need no framework and no pipeline run. One failed cell
@@ -10,17 +9,12 @@ that the checker catches a console error and an outside request on a deliberatel
 
 from __future__ import annotations
 
-import math
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import publish
-import pytest
 from report_study import (
     REPO,
     SECTION_IDS,
@@ -155,63 +149,7 @@ def test_version_order():
 
 # ----------------------------------------------------------------------------- in a real browser
 
-# ----------------------------------------------------------------------------- make publish
-
-
-def _results(root: Path):
-    res = root / "results"
-    (res / "tables").mkdir(parents=True)
-    (res / "report.html").write_text("<!doctype html><title>r</title><p>report</p>")
-    (res / "study.xlsx").write_bytes(b"PK\x03\x04 not really a workbook")
-    pd.DataFrame({"machine": ["m1"], "env": ["tf2.21"], "framework": ["tensorflow"],
-                  "framework_version": ["2.21.0"], "status": ["ok"]}).to_csv(
-        res / "tables" / "cells.csv", index=False)
-    (res / "tables" / "tf2_vs_tf1.csv").write_text("a,b\n1,2\n")
-    return res
-
-
-def test_publish_copies_and_is_idempotent(tmp_path):
-    res = _results(tmp_path)
-    docs = tmp_path / "docs"
-    publish.publish(res, docs)
-    assert (docs / "index.html").read_text() == (res / "report.html").read_text()
-    assert (docs / "study.xlsx").read_bytes() == (res / "study.xlsx").read_bytes()
-    assert (docs / "tables" / "cells.csv").exists()
-    assert (docs / "tables" / "tf2_vs_tf1.csv").exists()
-    assert (docs / ".nojekyll").exists()
-    note = (docs / "PROVENANCE.md").read_text()
-    assert "m1" in note and "2.21.0" in note and "index.html" in note
-    before = {p: p.read_bytes() for p in docs.rglob("*") if p.is_file()}
-    publish.publish(res, docs)
-    after = {p: p.read_bytes() for p in docs.rglob("*") if p.is_file()}
-    assert before == after  # idempotent: the same inputs give the same files
-    # a table that is gone from results/ is gone from docs/ too; other docs files stay
-    (docs / "keep.txt").write_text("mine")
-    (res / "tables" / "tf2_vs_tf1.csv").unlink()
-    publish.publish(res, docs)
-    assert not (docs / "tables" / "tf2_vs_tf1.csv").exists()
-    assert (docs / "keep.txt").exists()
-    assert not [p for p in docs.iterdir() if p.name.startswith(".publish")]
-
-
-def test_publish_refuses_incomplete_results(tmp_path):
-    res = _results(tmp_path)
-    (res / "report.html").unlink()
-    with pytest.raises(publish.PublishError, match="report.html"):
-        publish.publish(res, tmp_path / "docs")
-    assert not (tmp_path / "docs" / "index.html").exists()
-
-
-def test_publish_command_line(tmp_path):
-    res = _results(tmp_path)
-    docs = tmp_path / "site"
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "publish.py"),
-                          "--results", str(res), "--docs", str(docs)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert (docs / "index.html").exists()
-    assert math.isfinite(len(out.stdout))
-    shutil.rmtree(docs)
+# make publish and make republish: tests/unit/docs/test_published.py
 
 
 def test_runs_as_a_snakemake_script(tmp_path):

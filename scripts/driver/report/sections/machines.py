@@ -1,0 +1,158 @@
+"""Machines compared: the headline comparison (tf2_vs_tf1, its like-for-like rows) side by side per
+machine key, with each machine's ratio, CI and verdict, whether the machines agree, and the spread
+of the ratio over machines (the sd of log ratios) where several measured the same configuration.
+
+A twin key (<machine>.twin) is the A/A copy of its machine, not a machine: it is left out. With one
+machine the section says so and points to docs/publishing.md (how a second machine's run joins).
+"""
+import math
+import statistics
+
+import pandas as pd
+
+from driver.report import answer
+from driver.report.fmt import cell, col, fmt_ratio, records, text, version_key
+from driver.study import layout
+from driver.tables.ordering import AXIS_ORDER
+
+ID, TITLE, ORDER = "machines", "Machines compared", 12
+
+VERDICT_WORD = {answer.RIGHT: "slower", answer.LEFT: "faster", answer.EQUIV: "equivalent",
+                answer.INCONCL: "undecided"}
+VERDICT_CLASS = {answer.RIGHT: "neg", answer.LEFT: "pos", answer.EQUIV: "", answer.INCONCL: "muted"}
+# what a configuration row is, across machines (the machine column aside)
+ROW_KEY = ("device", "mode", "api", "input", "model", "data", "left_keras", "right_keras",
+           "left_env", "right_env")
+
+
+def _rank(axis, value):
+    return AXIS_ORDER.get(axis, {}).get(value, 99)
+
+
+def _row_order(key: tuple, version: str) -> tuple:
+    axes = dict(zip(ROW_KEY, key))
+    return (_rank("device", axes["device"]), _rank("mode", axes["mode"]),
+            _rank("api", axes["api"]), version_key(version), _rank("input", axes["input"]),
+            _rank("model", axes["model"]), _rank("data", axes["data"]), axes["left_keras"])
+
+
+def agreement(verdicts: list[str]) -> str:
+    """'same' (one verdict on every machine), 'opposite' (slower on one, faster on another) or
+    'differ' (any other mix, e.g. decided on one machine, undecided on another)."""
+    found = set(verdicts)
+    if len(found) <= 1:
+        return "same"
+    if {answer.LEFT, answer.RIGHT} <= found:
+        return "opposite"
+    return "differ"
+
+
+def log_sd(ratios: list[float]) -> float:
+    """The sample sd of log ratios over machines (nan with fewer than two finite ratios)."""
+    logs = [math.log(r) for r in ratios if isinstance(r, float) and math.isfinite(r) and r > 0]
+    return statistics.stdev(logs) if len(logs) >= 2 else math.nan
+
+
+def compare(df: pd.DataFrame) -> dict:
+    """The like-for-like tf2_vs_tf1 rows per configuration and machine: {"machines": [keys],
+    "rows": [{"key", "what", "version", "per": {machine: {"ratio", "lo", "hi", "verdict"}},
+    "agreement", "log_sd"}], "groups": [per (device, mode, api): counts]}. Plain data, for the
+    report and for docs/RESULTS.md (scripts/publish.py)."""
+    rows = answer.like_for_like(df if df is not None else pd.DataFrame())
+    if not rows.empty:
+        rows = rows[~col(rows, "machine").map(text).map(layout.is_twin)]
+    machines = sorted({text(m) for m in col(rows, "machine")} - {""})
+    table: dict = {}
+    for r in records(rows):
+        key = tuple(text(r.get(k)) for k in ROW_KEY)
+        entry = table.setdefault(key, {"key": key, "per": {},
+                                       "version": text(r.get("left_framework_version"))
+                                       or text(r.get("left_env"))})
+        ratio = r.get("ratio")
+        entry["per"][text(r.get("machine"))] = {
+            "ratio": float(ratio) if ratio is not None else math.nan,
+            "lo": float(r["ratio_ci_low"]) if r.get("ratio_ci_low") is not None else math.nan,
+            "hi": float(r["ratio_ci_high"]) if r.get("ratio_ci_high") is not None else math.nan,
+            "verdict": r.get("verdict_n", answer.INCONCL)}
+    out, groups = [], {}
+    for key in sorted(table, key=lambda k: _row_order(k, table[k]["version"])):
+        entry = table[key]
+        axes = dict(zip(ROW_KEY, key))
+        per = entry["per"]
+        verdicts = [per[m]["verdict"] for m in machines if m in per]
+        entry["agreement"] = agreement(verdicts) if len(verdicts) > 1 else "one machine"
+        entry["log_sd"] = log_sd([per[m]["ratio"] for m in machines if m in per])
+        keras = axes["left_keras"] if axes["left_keras"] == axes["right_keras"] else \
+            f"{axes['left_keras']} vs {axes['right_keras']}"
+        entry["what"] = (f"{axes['mode']} · {axes['api']} · {axes['input']} · {keras} · "
+                         f"{axes['model']}-{axes['data']}"
+                         + (f" · {axes['device']}" if axes["device"] != "cpu" else ""))
+        out.append(entry)
+        g = groups.setdefault((axes["device"], axes["mode"], axes["api"]), {
+            "device": axes["device"], "mode": axes["mode"], "api": axes["api"], "n": 0,
+            "n_shared": 0, "same": 0, "differ": 0, "opposite": 0, "sds": []})
+        g["n"] += 1
+        if len(verdicts) > 1:
+            g["n_shared"] += 1
+            g[entry["agreement"]] += 1
+            if math.isfinite(entry["log_sd"]):
+                g["sds"].append(entry["log_sd"])
+    summary = []
+    for g in groups.values():
+        sds = g.pop("sds")
+        g["median_log_sd"] = statistics.median(sds) if sds else math.nan
+        what = f"{answer.MODE_TEXT.get(g['mode'], g['mode'])}, " \
+               f"{answer.API_TEXT.get(g['api'], g['api'])}" + \
+               (f" ({g['device'].upper()})" if g["device"] != "cpu" else "")
+        g["what"] = what
+        g["text"] = sentence(g)
+        summary.append(g)
+    return {"machines": machines, "rows": out, "groups": summary}
+
+
+def sentence(g: dict) -> str:
+    """One group's agreement in words."""
+    if not g["n_shared"]:
+        return (f"{g['n']} configuration{'s' if g['n'] != 1 else ''}, none measured on more than "
+                "one machine.")
+    parts = [f"same verdict in {g['same']} of {g['n_shared']} configurations measured on "
+             "several machines"]
+    if g["differ"]:
+        parts.append(f"different in {g['differ']} (decided on one machine, undecided or "
+                     "equivalent on another)")
+    if g["opposite"]:
+        parts.append(f"opposite in {g['opposite']} (slower on one machine, faster on another)")
+    if math.isfinite(g["median_log_sd"]):
+        parts.append("spread of the ratio over machines: median sd of log ratios "
+                     f"{g['median_log_sd']:.3f} (about {math.expm1(g['median_log_sd']):.0%})")
+    return "; ".join(parts) + "."
+
+
+def _ratio_cell(p: dict | None) -> dict:
+    if not p:
+        return cell("–", "muted")
+    ci = f" [{fmt_ratio(p['lo'])}, {fmt_ratio(p['hi'])}]" if math.isfinite(p["lo"]) else ""
+    word = VERDICT_WORD.get(p["verdict"], "undecided")
+    return cell(f"{fmt_ratio(p['ratio'])}{ci} {word}", VERDICT_CLASS.get(p["verdict"], ""),
+                v=p["ratio"] if math.isfinite(p["ratio"]) else None)
+
+
+def build(data) -> dict:
+    found = compare(data.table("tf2_vs_tf1"))
+    machines = found["machines"]
+    columns = [{"label": "configuration", "num": False}, {"label": "TF 2", "num": False}]
+    columns += [{"label": f"{m}: TF 2 / TF 1 [CI], verdict", "num": True} for m in machines]
+    columns += [{"label": "machines agree", "num": False},
+                {"label": "sd of log ratio", "num": True}]
+    rows = []
+    for entry in found["rows"]:
+        sd = entry["log_sd"]
+        agree = entry["agreement"]
+        rows.append([cell(entry["what"]), cell(entry["version"]),
+                     *[_ratio_cell(entry["per"].get(m)) for m in machines],
+                     cell(agree, {"opposite": "neg", "differ": "muted"}.get(agree, "")),
+                     cell(f"{sd:.3f}" if math.isfinite(sd) else "–", "num",
+                          v=sd if math.isfinite(sd) else None)])
+    return {"machines": machines, "n_machines": len(machines), "groups": found["groups"],
+            "table": {"id": "t-machines-compared", "columns": columns, "rows": rows},
+            "n_rows": len(rows), "min_effect": data.min_effect}

@@ -1,0 +1,441 @@
+"""`make republish`: regenerate docs/'s derived files (report, workbook, tables, results page,
+provenance) from the measurements published under docs/data/, by the current code.
+
+docs/data/<machine key>/<run id>/ holds one published run (scripts/publish.py writes it):
+    run.json            the run: machine key and fingerprint, the commit that timed it, the first
+                        process start and the last end, the wall time between them, the config
+                        its analysis used, and the archive's checksum
+    processes.tar.xz    what aggregation reads, as the study wrote it under results/: every cell
+                        file (one process, all its samples) of the key and of its twin key, the
+                        rounds' order and plan files, the machine's probe and fingerprint files
+
+From them, with the same functions the workflow's rules call (driver/tables/aggregate.py for
+rule tabulate_cells, driver/report/render.py for rule render_report), this writes to docs/:
+index.html, study.xlsx, tables/*.csv and tables/facts.json, RESULTS.md and PROVENANCE.md. Per
+machine key the newest run is used (two runs of one key would both hold e.g. repeat 0 of a cell);
+the older ones stay in docs/data and PROVENANCE.md lists them. The analysis settings (reference
+env, level, equivalence band, ...) are the newest run's; the machine the report is written for
+is that run's key (as on the machine that ran the workflow with the other keys' folders copied).
+
+Deterministic: the same data and the same code give byte-identical files. Every date comes from
+run.json (the newest run's last process end stands for "now"), matplotlib's SVG ids are salted
+(driver/report/figures.py), the workbook's created/modified dates are set to that date and its
+zip entries carry a fixed timestamp, and files are read in sorted order. The one exception is a
+single line of PROVENANCE.md, `- regenerated at commit: ...` (the checkout's HEAD when
+`make republish` ran), which `check` ignores: the check itself guarantees that the committed
+files are what the current code gives, so recording the code in the compared bytes would only
+make every commit fail it.
+
+`--check` regenerates into a temporary folder and names every derived file of docs/ that differs
+(tests/unit/docs/test_published.py runs it). With no run under docs/data the derived files are
+a placeholder page, a results page and a provenance note that say so, and nothing else: no
+table, no workbook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import glob
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+REPO = Path(__file__).resolve().parent.parent
+ARCHIVE = "processes.tar.xz"
+RUN_JSON = "run.json"
+# The derived files under docs/ (tables/ is a folder of them): all of it is regenerated, and
+# nothing else under docs/ is touched.
+DERIVED = ("index.html", "study.xlsx", "RESULTS.md", "PROVENANCE.md")
+TABLES = "tables"
+REGENERATED_LINE = "- regenerated at commit: "
+# What a run's archive may hold: folders of results/ that aggregation reads.
+MEMBER_FOLDERS = ("cells", "rounds", "machines", "duets")
+
+
+class RepublishError(Exception):
+    pass
+
+
+def sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parse_utc(value) -> datetime.datetime | None:
+    try:
+        when = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------------
+# The runs under docs/data
+
+def find_runs(data) -> list[dict]:
+    """Every run.json under data/<key>/<run id>/, with its folder as `path`; sorted by key, then
+    by start, then by id."""
+    runs = []
+    for path in sorted(Path(data).glob("*/*/" + RUN_JSON)):
+        with open(path, encoding="utf-8") as handle:
+            run = json.load(handle)
+        if run.get("machine") != path.parent.parent.name:
+            raise RepublishError("%s names machine %r but sits under %s/" % (
+                path, run.get("machine"), path.parent.parent.name))
+        if not (path.parent / ARCHIVE).is_file():
+            raise RepublishError("%s has no %s" % (path.parent, ARCHIVE))
+        runs.append(dict(run, path=str(path.parent)))
+    return sorted(runs, key=lambda r: (r["machine"], str(r.get("started_utc")), r["run_id"]))
+
+
+def newest_per_machine(runs: list[dict]) -> list[dict]:
+    """The run each machine key's derived results come from: its newest (by last process end,
+    then run id)."""
+    best: dict = {}
+    for run in runs:
+        key = (str(run.get("ended_utc")), run["run_id"])
+        if run["machine"] not in best or key > best[run["machine"]][0]:
+            best[run["machine"]] = (key, run)
+    return [best[k][1] for k in sorted(best)]
+
+
+def unpack(run: dict, results: Path) -> list[str]:
+    """Extract a run's archive into a results folder; only plain files under MEMBER_FOLDERS,
+    never outside it. Returns the names extracted."""
+    archive = Path(run["path"]) / ARCHIVE
+    want = run.get("archive", {}).get("sha256")
+    if want and sha256(archive) != want:
+        raise RepublishError("%s does not match the sha256 its run.json records" % archive)
+    names = []
+    with tarfile.open(archive, "r:xz") as tar:
+        for member in tar.getmembers():
+            name = member.name
+            parts = Path(name).parts
+            if not member.isfile() or name.startswith("/") or ".." in parts or \
+                    parts[0] not in MEMBER_FOLDERS:
+                raise RepublishError("%s: unexpected member %r" % (archive, name))
+            target = results / name
+            if target.exists():
+                raise RepublishError("%s: %s is in two published runs" % (archive, name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tar.extractfile(member) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            names.append(name)
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# Regeneration
+
+def _config(run: dict) -> dict:
+    """The run's config with the schema's defaults filled in (the workflow validates with
+    defaults before any rule reads it)."""
+    import copy
+
+    from snakemake.utils import validate
+
+    config = copy.deepcopy(run.get("config") or {})
+    validate(config, str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    return config
+
+
+def fix_workbook_dates(path: Path, when: datetime.datetime) -> None:
+    """Set the workbook's created and modified dates (docProps/core.xml) to `when`, keeping every
+    zip entry's name, order, timestamp and compression: XlsxWriter writes "now" there."""
+    stamp = when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with zipfile.ZipFile(path) as src:
+        entries = [(info, src.read(info.filename)) for info in src.infolist()]
+    out = path.with_suffix(".tmp")
+    with zipfile.ZipFile(out, "w") as dst:
+        for info, data in entries:
+            if info.filename == "docProps/core.xml":
+                text = data.decode("utf-8")
+                for tag in ("created", "modified"):
+                    text = re.sub(r"(<dcterms:%s[^>]*>)[^<]*(</dcterms:%s>)" % (tag, tag),
+                                  r"\g<1>%s\g<2>" % stamp, text)
+                data = text.encode("utf-8")
+            dst.writestr(info, data, compress_type=info.compress_type)
+    os.replace(out, path)
+
+
+def _wall(seconds) -> str:
+    try:
+        seconds = int(round(float(seconds)))
+    except (TypeError, ValueError):
+        return "unknown"
+    return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
+
+
+def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit=None) -> str:
+    """PROVENANCE.md: per published run its machine key and fingerprint, the commit that timed
+    it, its dates and wall time; which runs the derived files come from; the derived files'
+    checksums; and, on the one line the check ignores, the commit that regenerated them."""
+    used_ids = {(r["machine"], r["run_id"]) for r in used}
+    lines = [
+        "# Published tfspeed results: provenance",
+        "",
+        "The measurements are under [`data/`](data/): one folder per machine key, one per run",
+        "in it, each with its `run.json` and every process's cell file (all samples) in",
+        "`processes.tar.xz` ([publishing](publishing.md)). Everything else here, `index.html`,",
+        "`study.xlsx`, `tables/`, `RESULTS.md` and this page, is regenerated from them by the",
+        "current code (`make republish`, scripts/republish.py); `tests/unit/docs/test_published.py`",
+        "fails when a committed file differs from what the code gives.",
+        "",
+        "## Runs",
+        "",
+    ]
+    if not runs:
+        lines.append("No run is published yet: `docs/data/` holds none. The report published "
+                     "before the measurements were kept is in [the archive](archive/README.md), "
+                     "not current and not regenerable.")
+    else:
+        lines += ["| machine key | run | fingerprint | run commit | first start (UTC) | last end "
+                  "(UTC) | wall time | processes (ok) | in the derived files |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for run in runs:
+            fp = (run.get("fingerprint") or {}).get("hash") or "none recorded"
+            commit = run.get("commit") or "unknown"
+            lines.append("| %s | [%s](data/%s/%s/run.json) | `%s` | `%s` (%s) | %s | %s | %s | "
+                         "%s (%s) | %s |" % (
+                             run["machine"], run["run_id"], run["machine"], run["run_id"],
+                             str(fp)[:16], str(commit)[:12], run.get("commit_source") or "?",
+                             run.get("started_utc"), run.get("ended_utc"),
+                             _wall(run.get("wall_s")), run.get("processes"), run.get("ok"),
+                             "yes" if (run["machine"], run["run_id"]) in used_ids else
+                             "no (an older run of this key)"))
+        primary = used[-1] if used else None
+        if primary:
+            lines += ["", "The analysis settings (reference env, level, equivalence band, FDR) are "
+                      "those of the newest run, %s/%s." % (primary["machine"], primary["run_id"])]
+    lines += ["", "## Derived files", ""]
+    if files:
+        lines += ["| file | bytes | sha256 |", "| --- | ---: | --- |"]
+        for name in sorted(files):
+            path = files[name]
+            lines.append("| %s | %d | `%s` |" % (name, path.stat().st_size, sha256(path)))
+    else:
+        lines.append("None besides this page, the results page and the placeholder report.")
+    lines += ["", REGENERATED_LINE + ("`%s`" % code_commit if code_commit else "(not recorded)")]
+    return "\n".join(lines) + "\n"
+
+
+PLACEHOLDER = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'">
+<title>tfspeed: no results published yet</title></head>
+<body>
+<h1>tfspeed: no results published yet</h1>
+<p>No run is published in this repository yet (docs/data/ holds none), so there is no report
+here. How a run is published: docs/publishing.md. The report published before the measurements
+were kept is in archive/: it is not current and cannot be regenerated.</p>
+</body></html>
+"""
+
+
+def empty_results_page() -> str:
+    return ("# Results\n\nGenerated by `make republish` (`scripts/republish.py`) from the runs "
+            "under [`data/`](data/); do not edit it by hand.\n\nNo run is published yet: "
+            "`docs/data/` holds none, so there is nothing to report. How to publish one: "
+            "[publishing](publishing.md). The report published before the measurements were "
+            "kept is in [the archive](archive/README.md): it is not current and cannot be "
+            "regenerated.\n")
+
+
+def regenerate(docs, out, code_commit=None) -> dict:
+    """Write every derived file of docs/ into `out` (a fresh folder), from docs/data; returns
+    {name relative to docs: path}."""
+    import publish
+
+    docs, out = Path(docs), Path(out)
+    runs = find_runs(docs / "data")
+    used = newest_per_machine(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict = {}
+    if not used:
+        (out / "index.html").write_text(PLACEHOLDER, encoding="utf-8")
+        (out / "RESULTS.md").write_text(empty_results_page(), encoding="utf-8")
+        written = {"index.html": out / "index.html", "RESULTS.md": out / "RESULTS.md"}
+        (out / "PROVENANCE.md").write_text(provenance_note(runs, used, {}, code_commit),
+                                           encoding="utf-8")
+        written["PROVENANCE.md"] = out / "PROVENANCE.md"
+        return written
+    from driver.report.render import render
+    from driver.tables import aggregate
+    from driver.tables.registry import NAMES
+
+    primary = max(used, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))
+    config = _config(primary)
+    now = max(parse_utc(r.get("ended_utc")) or datetime.datetime(1970, 1, 1,
+                                                                  tzinfo=datetime.timezone.utc)
+              for r in used)
+    with tempfile.TemporaryDirectory(prefix="tfspeed-republish-") as work:
+        work = Path(work)
+        results = work / "results"
+        for run in used:
+            unpack(run, results)
+        with contextlib.chdir(work):  # relative paths, as the workflow passes them
+            files = sorted(glob.glob("results/cells/*/*/*.r[0-9]*.json"))
+            orders = sorted(glob.glob("results/rounds/*/order[0-9]*.json"))
+            allocation = config["allocation"]
+            extra = {}
+            if "duet_files" in inspect.signature(aggregate.tabulate).parameters:
+                extra["duet_files"] = sorted(glob.glob("results/duets/*/*/*.json"))
+            time_budget = config.get("time_budget_min")
+            result = aggregate.tabulate(
+                files, config["reference_env"], config["noisy_threshold"],
+                config["stop"]["level"], config=config, q=config["fdr_q"],
+                min_effect=config["min_effect"],
+                allocation={"repeats": config["repeats"],
+                            "max_repeats": allocation["max_repeats"],
+                            "budget_s": allocation["budget_s"],
+                            "time_budget_s": None if time_budget is None else 60.0 * time_budget,
+                            "machine": primary["machine"]},
+                now=now, spike_factor=config["spike_factor"], orders=orders,
+                alpha_equivalence=config["equivalence_alpha"], **extra)
+            tables = {name: Path("results/tables/%s.csv" % name) for name in NAMES}
+            aggregate.write_outputs(result, "results/tables/cells.csv", tables,
+                                    "results/study.xlsx", "results/tables/processes.json",
+                                    "results/tables/facts.json")
+            render(cells_csv="results/tables/cells.csv", tables=[str(p) for p in tables.values()],
+                   processes_json="results/tables/processes.json",
+                   facts_json="results/tables/facts.json",
+                   template=str(REPO / "report" / "template.html.j2"),
+                   out_html="results/report.html", machine=primary["machine"], config=config,
+                   selfbench_path=None, now=now, previous_tables=None)
+        fix_workbook_dates(results / "study.xlsx", now)
+        (out / TABLES).mkdir(exist_ok=True)
+        shutil.copyfile(results / "report.html", out / "index.html")
+        shutil.copyfile(results / "study.xlsx", out / "study.xlsx")
+        written = {"index.html": out / "index.html", "study.xlsx": out / "study.xlsx"}
+        for path in sorted((results / "tables").glob("*.csv")) + [results / "tables" /
+                                                                   "facts.json"]:
+            shutil.copyfile(path, out / TABLES / path.name)
+            written["%s/%s" % (TABLES, path.name)] = out / TABLES / path.name
+    page = publish.results_page(out / TABLES, float(config["min_effect"]), runs=used)
+    (out / "RESULTS.md").write_text(page, encoding="utf-8")
+    written["RESULTS.md"] = out / "RESULTS.md"
+    (out / "PROVENANCE.md").write_text(provenance_note(runs, used, dict(written), code_commit),
+                                       encoding="utf-8")
+    written["PROVENANCE.md"] = out / "PROVENANCE.md"
+    return written
+
+
+def derived_in(docs) -> dict:
+    """The derived files docs/ holds now: {name: path}."""
+    docs = Path(docs)
+    found = {name: docs / name for name in DERIVED if (docs / name).is_file()}
+    for path in sorted((docs / TABLES).glob("*")) if (docs / TABLES).is_dir() else []:
+        if path.is_file():
+            found["%s/%s" % (TABLES, path.name)] = path
+    return found
+
+
+def _comparable(name: str, data: bytes) -> bytes:
+    if name == "PROVENANCE.md":
+        return b"".join(line for line in data.splitlines(keepends=True)
+                        if not line.startswith(REGENERATED_LINE.encode()))
+    return data
+
+
+def differences(docs, fresh: dict) -> list[str]:
+    """'name: why' for every derived file of docs/ that is not what regeneration gave."""
+    have = derived_in(docs)
+    problems = []
+    for name in sorted(set(have) | set(fresh)):
+        if name not in have:
+            problems.append("%s: missing from docs/ (regeneration writes it)" % name)
+        elif name not in fresh:
+            problems.append("%s: in docs/ but regeneration does not write it (stale)" % name)
+        elif _comparable(name, have[name].read_bytes()) != \
+                _comparable(name, Path(fresh[name]).read_bytes()):
+            problems.append("%s: differs from what the current code regenerates" % name)
+    return problems
+
+
+def check(docs) -> list[str]:
+    """Regenerate into a temporary folder and compare with docs/; [] when all is current."""
+    with tempfile.TemporaryDirectory(prefix="tfspeed-check-") as tmp:
+        fresh = regenerate(docs, Path(tmp) / "out")
+        return differences(docs, fresh)
+
+
+def git_commit(repo=REPO) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=20)
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def republish(docs, code_commit=None) -> dict:
+    """Regenerate docs/'s derived files in place: staged in a folder inside docs/, then moved
+    file by file (os.replace); derived files that regeneration no longer writes are removed."""
+    docs = Path(docs)
+    docs.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".republish-", dir=str(docs)))
+    try:
+        fresh = regenerate(docs, stage / "out", code_commit=code_commit)
+        for name in sorted(fresh):
+            target = docs / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(fresh[name], target)
+        for name, path in derived_in(docs).items():
+            if name not in fresh:
+                path.unlink()
+        if (docs / TABLES).is_dir() and not any((docs / TABLES).iterdir()):
+            (docs / TABLES).rmdir()
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    (docs / ".nojekyll").write_text("")
+    return {name: docs / name for name in fresh}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", default=str(REPO / "docs"), help="the published folder")
+    parser.add_argument("--check", action="store_true",
+                        help="regenerate into a temporary folder and name the files of docs/ "
+                             "that differ (exit 1); write nothing")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = check(args.docs)
+            for line in problems:
+                print("republish --check: %s" % line, file=sys.stderr)
+            if problems:
+                print("run `make republish` and commit docs/", file=sys.stderr)
+                return 1
+            print("docs/ is what the current code gives from docs/data")
+            return 0
+        written = republish(args.docs, code_commit=git_commit())
+    except RepublishError as exc:
+        print("republish: %s" % exc, file=sys.stderr)
+        return 1
+    print("regenerated %d files in %s/ from %s/data" % (len(written), args.docs, args.docs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
