@@ -35,6 +35,19 @@ Two packages run on two sides of one boundary:
   `report`.
 - `scripts/*.py` are the entry points: the rules' scripts and the `make` targets' commands. They
   may import any layer.
+
+No module of either package imports itself back through a chain of imports
+(`tests/unit/test_layers.py` checks every import, also those inside functions).
+
+**Adding a framework is three files**, and the catalogue is the only extension point: its row in
+`scripts/tfspeed/frameworks.py` (names and labels, modes, the pins that make an env its, its import
+name, GPU query and mode switches, its backend modules), its backend module
+`scripts/tfspeed/backends/<name>.py` (`why_not` and `prepare`, and the hooks the rest of the code
+looks up through the catalogue: `matmul`, `same_function_output`) and its env file
+`envs/<name><version>.yaml`. No other file names a framework: planning, the env build's checks,
+the runner, the tables' labels and the report's guidance all read the row
+(`tests/unit/tfspeed/test_planted_framework.py` plants one and sees it planned, built, run and
+labelled).
 """
 
 # (folder under scripts/, heading) in the order of the page

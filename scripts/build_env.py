@@ -31,16 +31,19 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.study.envspec import TF_PACKAGES, SpecError, parse_spec, spec_hash  # noqa: E402
+from driver.study.envspec import SpecError, parse_spec, spec_hash  # noqa: E402
 from driver.study.gpucheck import gpu_check  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
+from tfspeed import frameworks  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
-IMPORT_CHECK = {
-    "tensorflow": "import tensorflow as m",
-    "torch": "import torch as m",
-    "jax": "import jax as m",
-}
+
+def import_check(framework):
+    """The import check of a built env: its framework's module (the catalogue row's `module`,
+    tfspeed/frameworks.py) imported as m, or numpy for an env of no framework the catalogue holds;
+    the check prints m.__version__ after it."""
+    row = frameworks.get(framework)
+    return "import %s as m" % (row.module if row is not None else "numpy")
 
 
 class BuildError(Exception):
@@ -360,11 +363,12 @@ def build(spec_file, env_root, installer, configured, tail, sources=None):
     manifest["packages"] = frozen_packages(venv)
     # what ran, not what was asked for: torch==2.13.0 installs as 2.13.0+cpu from a CPU wheel
     manifest["resolved"] = resolved_versions(manifest["pins"], manifest["packages"])
-    for pkg in (manifest["framework"],) + TF_PACKAGES:
+    row = frameworks.get(manifest["framework"])
+    for pkg in (manifest["framework"],) + (row.packages if row is not None else ()):
         if pkg in manifest["resolved"] and manifest["pins"][pkg] == manifest["framework_version"]:
             manifest["framework_version"] = manifest["resolved"][pkg]
             break
-    check = IMPORT_CHECK.get(manifest["framework"], "import numpy as m")
+    check = import_check(manifest["framework"])
     try:
         run_logged([manifest["python_executable"], "-c", check + "; print(m.__version__)"],
                    "import check %s" % name, tail)

@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 
 from driver.study import envspec  # noqa: E402
 from tfspeed import cells as tfcells  # noqa: E402
-from tfspeed import models  # noqa: E402
+from tfspeed import frameworks, models  # noqa: E402
 
 # The helper: imports the framework, then forks one child per line "go <out.json>" on stdin; each
 # child runs the cell (run_cell.run) with its stdout on /dev/null and writes its result to out.
@@ -57,7 +57,12 @@ for line in sys.stdin:
     os.waitpid(pid, 0)
     print("DONE %.6f" % (time.monotonic() - t0), flush=True)
 """
-IMPORTS = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
+
+
+def framework_module(framework):
+    """What the helper imports first: the framework's module (its catalogue row's `module`)."""
+    row = frameworks.get(framework)
+    return row.module if row is not None else framework
 
 
 def f_test(fork_logs, fresh_logs, level=0.95):
@@ -116,7 +121,7 @@ def measure(python, spec, cell, n, tmp):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="1")
     t0 = time.monotonic()
     helper = subprocess.Popen(
-        [python, "-c", HELPER.format(scripts=HERE, module=IMPORTS.get(framework, framework),
+        [python, "-c", HELPER.format(scripts=HERE, module=framework_module(framework),
                                      cell=cell_json, rule=rule, framework=framework)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     while helper.stdout.readline().strip() != "READY":

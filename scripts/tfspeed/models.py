@@ -135,13 +135,71 @@ def _conv_out(length, kernel, strides, padding):
     return (length - kernel) // strides + 1
 
 
+# A user's own models and data (config `models` and `data`): usermodels.py checks each and registers
+# it here (register_model, register_data), so that every backend builds it as it builds the seed's.
+# name -> the description it was made from; and the check of which user model takes which data
+# (usermodels.pair_error), handed over with them (register_pair_check).
+_USER = {"models": {}, "data": {}}
+_PAIR_CHECK = []
+
+
+def register_data(name, shape, input_kind, description):
+    """A user's data set: its shape with the batch, its input kind ("float", "tokens") and the
+    config entry it was made from."""
+    DATA[name] = tuple(shape)
+    DATA_INPUT.pop(name, None)
+    if input_kind != "float":
+        DATA_INPUT[name] = input_kind
+    _USER["data"][name] = dict(description)
+
+
+def register_model(name, layers, training, iterations, description):
+    """A user's model: its layers (tuples as MODELS holds them), (optimizer, learning rate, loss),
+    its fixed-rule iterations and the config entry it was made from."""
+    MODELS[name], TRAINING[name] = list(layers), tuple(training)
+    SEED_ITERATIONS[name] = iterations
+    _USER["models"][name] = dict(description)
+
+
+def register_pair_check(check):
+    """check(model, data) -> why a user's model cannot take the data, or None: what
+    output_length_ok asks about a pair with a user's model or data."""
+    del _PAIR_CHECK[:]
+    _PAIR_CHECK.append(check)
+
+
+def is_user(model=None, data=None):
+    """Whether the model or the data is a user's (registered from config, not the seed's)."""
+    return model in _USER["models"] or data in _USER["data"]
+
+
+def user_description(kind, name):
+    """The config entry a user's model (kind "models") or data ("data") was made from, or None."""
+    return _USER[kind].get(name)
+
+
+def snapshot():
+    """Everything registration changes, to put back with restore (a test's registrations)."""
+    import copy
+
+    return copy.deepcopy((MODELS, TRAINING, DATA, DATA_INPUT, SEED_ITERATIONS, _USER)), \
+        list(_PAIR_CHECK)
+
+
+def restore(saved):
+    tables, check = saved
+    for held, value in zip((MODELS, TRAINING, DATA, DATA_INPUT, SEED_ITERATIONS, _USER), tables):
+        held.clear()
+        held.update(value)
+    _PAIR_CHECK[:] = check
+
+
 def output_length_ok(model, data):
     """False where the model cannot take the data (seed 000 leaves out large model x small data).
-    A user's model or data (usermodels.py): False where the layers cannot take the data's shape."""
-    from . import usermodels
-
-    if usermodels.is_user(model, data):
-        return usermodels.pair_error(model, data) is None
+    A user's model or data: False where the layers cannot take the data's shape (the pair check
+    registered with them)."""
+    if is_user(model, data):
+        return bool(_PAIR_CHECK) and _PAIR_CHECK[0](model, data) is None
     if model in OWN_DATA or data in OWN_DATA.values():
         return OWN_DATA.get(model) == data
     if model not in MODELS or data not in DATA:

@@ -206,18 +206,18 @@ def check(cell, framework):
     """`same_function` of a cell: its framework's build of the model with the seeded weights,
     run forward in inference on the cell's data, against the NumPy pass; an error is recorded as
     {"error": ...} and never fails the cell."""
+    from . import backends
     from .backends.kerasnet import make_data
 
     try:
         model, data = cell["model"], cell["data"]
         x, _ = make_data(model, data)
         weights = canonical_weights(model, data)
-        if framework == "torch" and cell["keras"] == "none":
-            from .backends import torchnet
-            output = torchnet.same_function_output(model, data, x, weights)
-        else:
-            from .backends import kerasnet
-            output = kerasnet.same_function_output(cell, framework, x, weights)
-        return compare(output, forward(model, x, weights))
+        backend = backends.find(cell, framework)  # the one that ran the cell builds it again
+        build = getattr(backend, "same_function_output", None)
+        if build is None:
+            raise backends.Unsupported("no same-function build for framework %r (its backend has "
+                                       "no same_function_output)" % framework)
+        return compare(build(cell, x, weights), forward(model, x, weights))
     except Exception as exc:  # the check is a fact about the cell, never its failure
         return {"error": "%s: %s" % (type(exc).__name__, exc), "match": None}

@@ -1,6 +1,6 @@
 """A user's own models and data (config `models` and `data`): checked before any job, then
-registered into models.MODELS / TRAINING / DATA so that every backend builds them as it builds the
-seed's. docs/reference/models.md describes the form.
+registered through models' registration API (models.register_model, register_data) so that every
+backend builds them as it builds the seed's. docs/reference/models.md describes the form.
 
 The Snakemake side checks and registers them from config (rules/common.smk); the description of a
 cell's model travels with the cell (`spec`, see payload) to the supervisor and the cell process,
@@ -141,7 +141,7 @@ def output_shape(layers, shape, tokens, where="layers"):
 def check_model(name, desc):
     """(layers, training, iterations) of one config `models` entry, or ModelError naming it."""
     where = "models.%s" % name
-    if (name in models.MODELS and name not in _DESCRIPTIONS["models"]) \
+    if (name in models.MODELS and models.user_description("models", name) is None) \
             or name in models.FAULT_MODELS:
         raise ModelError(where, "%r is a built-in model's name; choose another" % name)
     layers = desc.get("layers") or []
@@ -171,7 +171,7 @@ def check_model(name, desc):
 def check_data(name, desc):
     """(shape with batch, input kind, target) of one config `data` entry."""
     where = "data.%s" % name
-    if name in models.DATA and name not in _DESCRIPTIONS["data"]:
+    if name in models.DATA and models.user_description("data", name) is None:
         raise ModelError(where, "%r is a built-in data set's name; choose another" % name)
     shape = [desc.get("batch")] + list(desc.get("shape") or [])
     if len(shape) < 2 or not all(_positive_int(s) for s in shape):
@@ -192,7 +192,8 @@ def pair_error(model, data):
     if model not in models.MODELS or data not in models.DATA:
         return "unknown %s" % ("model %r" % model if model not in models.MODELS
                                else "data %r" % data)
-    target = _TARGETS.get(data)
+    described = models.user_description("data", data)
+    target = described.get("target", "binary") if described is not None else None
     loss = models.TRAINING[model][2]
     if target is not None and LOSSES.get(loss) != target:
         return "data %r has %s targets; model %r's loss %s wants %s targets" % (
@@ -210,30 +211,21 @@ def pair_error(model, data):
     return None
 
 
-_TARGETS = {}  # registered user data -> target kind
-_DESCRIPTIONS = {"models": {}, "data": {}}  # what each registered name was made from
-
-
 def register(config_models, config_data):
-    """Check every config `models` / `data` entry and add it to the models module; ModelError
+    """Check every config `models` / `data` entry and register it with the models module; ModelError
     naming the first thing wrong. Returns the user model names."""
+    models.register_pair_check(pair_error)
     for name, desc in (config_data or {}).items():
-        shape, kind, target = check_data(name, desc)
-        models.DATA[name], _TARGETS[name] = shape, target
-        models.DATA_INPUT.pop(name, None)
-        if kind != "float":
-            models.DATA_INPUT[name] = kind
-        _DESCRIPTIONS["data"][name] = dict(desc)
+        shape, kind, _ = check_data(name, desc)
+        models.register_data(name, shape, kind, desc)
     for name, desc in (config_models or {}).items():
         layers, training, iterations = check_model(name, desc)
-        models.MODELS[name], models.TRAINING[name] = layers, training
-        models.SEED_ITERATIONS[name] = iterations
-        _DESCRIPTIONS["models"][name] = dict(desc)
+        models.register_model(name, layers, training, iterations, desc)
     return list(config_models or {})
 
 
 def is_user(model=None, data=None):
-    return model in _DESCRIPTIONS["models"] or data in _DESCRIPTIONS["data"]
+    return models.is_user(model, data)
 
 
 def payload(model, data):
@@ -242,10 +234,10 @@ def payload(model, data):
     if not is_user(model, data):
         return None
     out = {}
-    if model in _DESCRIPTIONS["models"]:
-        out["models"] = {model: _DESCRIPTIONS["models"][model]}
-    if data in _DESCRIPTIONS["data"]:
-        out["data"] = {data: _DESCRIPTIONS["data"][data]}
+    if models.user_description("models", model) is not None:
+        out["models"] = {model: models.user_description("models", model)}
+    if models.user_description("data", data) is not None:
+        out["data"] = {data: models.user_description("data", data)}
     return out
 
 

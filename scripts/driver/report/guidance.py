@@ -8,41 +8,40 @@ import re
 import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
+from tfspeed import frameworks
 from tfspeed.cells import task
 
 TASK_TEXT = {"train": "Training", "infer": "Inference"}
 
-# The one line that selects a mode, as the study's backends do it (scripts/tfspeed/backends/).
-SWITCH = {
-    ("tensorflow", "graph"): "TF 2: tf.compat.v1.disable_eager_execution() before any model "
-                             "(TF 1: the default)",
-    ("tensorflow", "eager"): "TF 1: tf.compat.v1.enable_eager_execution() at start (TF 2: the "
-                             "default)",
-    ("tensorflow", "run_eagerly"): "model.compile(..., run_eagerly=True)",
-    ("tensorflow", "function"): "decorate the step with @tf.function",
-    ("tensorflow", "xla"): "model.compile(..., jit_compile=True) or @tf.function(jit_compile=True)",
-    ("torch", "eager"): "PyTorch's default",
-    ("torch", "compile"): "model = torch.compile(model)",
-    ("torch", "torchscript"): "model = torch.jit.script(model)",
-    ("jax", "eager"): "Keras 3 on JAX: KERAS_BACKEND=jax (steps are jitted by default)",
-}
+
+def switches() -> dict:
+    """(framework, mode) -> the one line that selects the mode, as the study's backends do it: the
+    catalogue rows' `switches` (tfspeed/frameworks.py), in catalogue order."""
+    return {(fw.name, mode): line for fw in frameworks.CATALOGUE
+            for mode, line in fw.switches.items()}
 
 
-def _framework(row) -> str:
-    env = text(row.get("env"))
-    for fw in ("torch", "jax"):
-        if env.startswith(fw) or env.startswith(f"keras3-{fw}"):
-            return fw
-    return "tensorflow"
+def __getattr__(name):
+    """`guidance.SWITCH`: switches() as the catalogue holds them now."""
+    if name == "SWITCH":
+        return switches()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _framework(row):
+    """The catalogue row of a guidance row's framework: its `framework` column where the row has
+    one, else told from its env's name (frameworks.of_env: 'tf2.3', 'torch2.13', 'keras3-jax');
+    an env the catalogue cannot place counts as the first framework's (TensorFlow's)."""
+    return (frameworks.get(text(row.get("framework"))) or frameworks.of_env(text(row.get("env")))
+            or frameworks.CATALOGUE[0])
 
 
 def _family(row) -> str:
+    """'TF', 'PyTorch' (the framework's short label) or, for a Keras 3 env, 'Keras 3 on jax'."""
     env = text(row.get("env"))
     if env.startswith("keras3-"):
         return f"Keras 3 on {env.split('-', 1)[1]}"
-    if env.startswith("torch"):
-        return "PyTorch"
-    return "TF"
+    return _framework(row).short_label
 
 
 def versions_text(chosen: list[str], measured: list[str], family: str) -> str:
@@ -50,14 +49,15 @@ def versions_text(chosen: list[str], measured: list[str], family: str) -> str:
     runs of consecutive measured versions ('TF 1.14.0, 2.2.3–2.3.4')."""
     chosen = sorted(set(chosen), key=version_key)
     measured = sorted(set(measured) | set(chosen), key=version_key)
-    if not chosen or family != "TF":
+    tf = frameworks.CATALOGUE[0].short_label  # its versions are spelled out in runs
+    if not chosen or family != tf:
         return family + (" " + ", ".join(chosen) if chosen and chosen != [""] else "")
     if len(chosen) == 1:
-        return f"TF {chosen[0]}"
+        return f"{tf} {chosen[0]}"
     if chosen == measured:
-        return f"TF {chosen[0]}–{chosen[-1]} (every version it was measured in, {len(chosen)})"
+        return f"{tf} {chosen[0]}–{chosen[-1]} (every version it was measured in, {len(chosen)})"
     if chosen == measured[-len(chosen):]:
-        return f"TF ≥ {chosen[0]} ({len(chosen)} versions)"
+        return f"{tf} ≥ {chosen[0]} ({len(chosen)} versions)"
     idx = [measured.index(v) for v in chosen]
     runs, start = [], 0
     for i in range(1, len(idx) + 1):
@@ -65,7 +65,7 @@ def versions_text(chosen: list[str], measured: list[str], family: str) -> str:
             a, b = chosen[start], chosen[i - 1]
             runs.append(a if a == b else f"{a}–{b}")
             start = i
-    return "TF " + ", ".join(runs)
+    return f"{tf} " + ", ".join(runs)
 
 
 def _rule_key(row) -> tuple:
@@ -126,19 +126,20 @@ def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None) -> list[dic
                     "rule": " · ".join(x for x in (mode, api, inp, keras) if x and x != "none"),
                     "where": where, "ratio_lo": lo,
                     "ratio": f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}x",
-                    "switch": SWITCH.get((_framework(rows[0]), mode), "")})
+                    "switch": _switch(rows[0], mode)})
             items.sort(key=lambda i: i["ratio_lo"])
             block[target] = items
         out.append(block)
     return out
 
 
+def _switch(row, mode: str) -> str:
+    return _framework(row).switches.get(mode, "")
+
+
 def switch_lines(blocks: list[dict]) -> list[tuple[str, str]]:
-    """(mode, the line of code) for every mode the rules name, in the table SWITCH's order."""
+    """(mode, the line of code) for every mode the rules name, in the catalogue's order (each
+    framework's `switches`, tagged with its `tag`)."""
     named = {i["rule"].split(" · ")[0] for b in blocks for i in b["do"] + b["dont"]}
-    out, seen = [], set()
-    for (fw, mode), line in SWITCH.items():
-        if mode in named and (fw, mode) not in seen:
-            seen.add((fw, mode))
-            out.append((f"{mode} ({'TF' if fw == 'tensorflow' else fw})", line))
-    return out
+    return [(f"{mode} ({fw.tag})", line) for fw in frameworks.CATALOGUE
+            for mode, line in fw.switches.items() if mode in named]

@@ -7,16 +7,8 @@ check is skipped and says so.
 import shutil
 import subprocess
 
+from tfspeed import frameworks
 from tfspeed.versions import version_tuple
-
-# How many GPUs the framework sees, asked in the env's own Python (TF 1.14+ has list_physical_devices
-# under tf.config.experimental; TF 2.1+ also under tf.config).
-GPU_QUERY = {
-    "tensorflow": "import tensorflow as tf; c = tf.config; f = getattr(c, 'list_physical_devices', None) "
-                  "or c.experimental.list_physical_devices; print(len(f('GPU')))",
-    "torch": "import torch; print(torch.cuda.device_count())",
-    "jax": "import jax; print(sum(d.platform == 'gpu' for d in jax.devices()))",
-}
 
 
 def machine_gpus(run=subprocess.run):
@@ -33,8 +25,10 @@ def machine_gpus(run=subprocess.run):
 
 
 def framework_gpus(python, framework, run=subprocess.run):
-    """(count, detail): how many GPUs the env's framework sees; count None when the query failed."""
-    query = GPU_QUERY.get(framework)
+    """(count, detail): how many GPUs the env's framework sees, asked in the env's own Python with
+    its catalogue row's `gpu_query` (tfspeed/frameworks.py); count None when the query failed."""
+    row = frameworks.get(framework)
+    query = row.gpu_query if row is not None else None
     if not query:
         return None, "no GPU query for framework %r" % framework
     try:

@@ -2,10 +2,33 @@
 (tfspeed/frameworks.py); modes and APIs have two forms: labels in tables (the seed's configuration
 strings, the source layout's column headers: "Eager", "custom loop") and phrases in the report's
 sentences ("Eager mode", "a custom loop"). A value without an entry is shown as it is."""
+from collections.abc import Mapping
+
 from tfspeed import frameworks
 
-FRAMEWORK = {f.name: f.label for f in frameworks.CATALOGUE}  # "TensorFlow"
-FRAMEWORK_SHORT = {f.name: f.short_label for f in frameworks.CATALOGUE}  # "TF"
+
+class CatalogueWords(Mapping):
+    """framework name -> one field of its catalogue row, read from the catalogue at each look-up
+    (a framework registered after this module was imported has its words too)."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    def _words(self) -> dict:
+        return {f.name: getattr(f, self.field) for f in frameworks.CATALOGUE}
+
+    def __getitem__(self, name):
+        return self._words()[name]
+
+    def __iter__(self):
+        return iter(self._words())
+
+    def __len__(self):
+        return len(self._words())
+
+
+FRAMEWORK = CatalogueWords("label")  # "TensorFlow"
+FRAMEWORK_SHORT = CatalogueWords("short_label")  # "TF"
 
 # fit is timed two ways (tfspeed/cells.py), named so a reader knows which: a whole fit() call per
 # training step (the seed's numpy timing, set-up in every step) and one fit() over an epoch (the

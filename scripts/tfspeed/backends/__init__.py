@@ -1,24 +1,34 @@
 """One module per framework family; each turns a cell into a step to time and says which cells it
 can run.
 
-A backend module declares
-    FRAMEWORKS            the catalogue names it serves (tfspeed/frameworks.py)
-    claims(cell)          whether a cell of those frameworks is its own (the micro-cases claim
+Which modules serve a framework is the catalogue's business (tfspeed/frameworks.py: its row's
+`backends`); they are asked after the micro-cases (MICRO_CASES: seed 004's matmul, seed 001's
+custom gradient, which every framework's cells reach), in that order, and the first that claims
+the cell runs it. A backend module declares
+    claims(cell)          whether a cell of its frameworks is its own (the micro-cases claim
                           theirs by api, Keras 3 on JAX/torch by its flavour); without it, all
     BUILDS_MODEL          True for a backend that builds a model (not a micro-case): the cell
                           must first pass model_cell_why_not
     why_not(env, cell)    None if it can run the cell in this env (envspec facts), else a reason:
                           its own constraints, after the generic ones of tfspeed/cells.py
     prepare(cell, rule)   -> Prepared, in the cell's process (the framework is imported there)
-Backends are asked in BACKENDS' order; the first that serves the framework and claims the cell
-runs it. Framework differences live in the backend that owns them, not in `if version` branches
-across the runner. Importing a backend imports no framework, so the planning side asks them too.
+and, where it has them, the hooks that other code looks up through it instead of naming
+frameworks:
+    same_function_output(cell, x, weights)   its build of the cell's model with the seeded
+                          weights, run forward (tfspeed/samefunction.py), on the backend that
+                          runs the cell
+    matmul(a, b, mode, device) -> Prepared    seed 004's matmul in the framework, on the
+                          framework's own backend (the first of its row)
+    matmul_why_not(env, cell)                 the framework's own limits on a matmul cell
+Framework differences live in the backend that owns them, not in `if version` branches across the
+runner. Importing a backend imports no framework, so the planning side asks them too.
 """
 import importlib
 
+from .. import frameworks
 from ..models import INFER_APIS
 
-BACKENDS = ("matmul", "gradient", "keras3", "tf", "torch")
+MICRO_CASES = ("matmul", "gradient")
 
 
 class Unsupported(Exception):
@@ -42,13 +52,45 @@ class Prepared(object):
         self.facts = facts or {}
 
 
+def module(name):
+    """A backend module by its name under tfspeed/backends/ (imports no framework)."""
+    return importlib.import_module("." + name, __name__)
+
+
+def names(framework):
+    """The backend modules a framework's cells are offered to, in order: the micro-cases, then its
+    catalogue row's; () for a framework the catalogue does not hold."""
+    row = frameworks.get(framework)
+    return MICRO_CASES + tuple(row.backends) if row is not None else ()
+
+
+def all_names():
+    """Every backend module any framework of the catalogue reaches, each once."""
+    out = []
+    for fw in frameworks.CATALOGUE:
+        out += [n for n in names(fw.name) if n not in out]
+    return tuple(out)
+
+
 def find(cell, framework):
     """The backend module that runs a cell of this framework, or None."""
-    for name in BACKENDS:
-        mod = importlib.import_module("." + name, __name__)
-        if framework in mod.FRAMEWORKS and (not hasattr(mod, "claims") or mod.claims(cell)):
+    for name in names(framework):
+        mod = module(name)
+        if not hasattr(mod, "claims") or mod.claims(cell):
             return mod
     return None
+
+
+def own(framework):
+    """The framework's own backend module (the first of its catalogue row): where its hooks are."""
+    row = frameworks.get(framework)
+    return module(row.backends[0]) if row is not None and row.backends else None
+
+
+def hook(framework, name):
+    """The framework's own backend's hook `name`, or None where it has none."""
+    mod = own(framework)
+    return getattr(mod, name, None) if mod is not None else None
 
 
 def load(cell, framework):

@@ -4,7 +4,6 @@ eager: a GradientTape around y = x**2 (what TF 2 offers eagerly: tf.gradients is
 function: the seed's own code, `y = x**2; return y, tf.gradients(y, x)` inside tf.function with
 x passed in; graph: the same tf.gradients in a v1 session. A step returns the gradient (4.0) as a
 host float. The step is all overhead (one multiply): what it times is the cost of a call."""
-from .. import frameworks
 from ..versions import version_tuple
 from . import Prepared
 
@@ -45,11 +44,8 @@ def prepare(cell, rule):
     return Prepared(step=eager_step, facts=facts)
 
 
-# Which cells this backend runs (tfspeed/backends/__init__.py): the gradient cells of every
-# framework, to refuse those that are not TensorFlow's with the reason.
-FRAMEWORKS = frameworks.NAMES
-
-
+# Which cells this backend runs (tfspeed/backends/__init__.py: a micro-case, offered every
+# framework's cells): the gradient cells, to refuse those that are not TensorFlow's with the reason.
 def claims(cell):
     return cell["api"] == "gradient"
 

@@ -37,8 +37,8 @@ def prepare(cell, rule):
                     facts=facts)
 
 
-# Which cells this backend runs (tfspeed/backends/__init__.py): Keras 3 on the jax or torch backend.
-FRAMEWORKS = ("jax", "torch")
+# Which cells this backend runs (tfspeed/backends/__init__.py): Keras 3 on the jax or torch backend
+# (the catalogue's rows of JAX and PyTorch name this module after their own).
 BUILDS_MODEL = True
 
 
@@ -57,3 +57,10 @@ def why_not(env, cell):
     if api == "call" and mode != "eager":
         return "run_eagerly is a compile() option: model(x) does not use it"
     return None
+
+
+def same_function_output(cell, x, weights):
+    """Hook (samefunction.py): the second build of the cell's model in Keras 3."""
+    import keras
+
+    return kerasnet.same_function_output(keras, cell, x, weights)

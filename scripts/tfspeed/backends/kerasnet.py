@@ -209,16 +209,10 @@ def numpy_steps(net, x, y, api, steps_per_call=1):
 _WEIGHT_SPLITS = {"encoder": (8, 2, 2, 2, 2)}
 
 
-def same_function_output(cell, framework, x, weights):
-    """A second build of the cell's model in its Keras, with samefunction's seeded weights, run
-    forward in inference (predict) on x; after the timed window, never inside it."""
-    if framework == "tensorflow":
-        import tensorflow as tf
-
-        from .tf import keras_module
-        K = keras_module(tf, cell["keras"])
-    else:
-        import keras as K
+def same_function_output(K, cell, x, weights):
+    """A second build of the cell's model in the Keras K (the backend that runs the cell picks it:
+    its `same_function_output` hook), with samefunction's seeded weights, run forward in inference
+    (predict) on x; after the timed window, never inside it."""
     net = build_model(K, cell["model"], cell["data"])
     per_layer = []
     for spec, arrays in zip(MODELS[cell["model"]], weights):

@@ -266,8 +266,7 @@ def custom_loop(tf, K, net, opt, model, mode, x, y, dataset):
 
 
 # Which cells this backend runs (tfspeed/backends/__init__.py): TensorFlow's model cells, with
-# every Keras flavour it carries.
-FRAMEWORKS = ("tensorflow",)
+# every Keras flavour it carries (the catalogue's row names this module for TensorFlow).
 BUILDS_MODEL = True
 
 
@@ -325,3 +324,47 @@ def _why_not_call(keras, mode, tfv):
     if mode == "run_eagerly":
         return "run_eagerly is a compile() option: model(x) does not use it"
     return "mode %s is not a TensorFlow mode" % mode
+
+
+# Hooks (tfspeed/backends/__init__.py): TensorFlow's same-function build and its matmul.
+
+
+def same_function_output(cell, x, weights):
+    """samefunction.py's second build of the cell's model, in the cell's Keras flavour."""
+    import tensorflow as tf
+
+    return kerasnet.same_function_output(keras_module(tf, cell["keras"]), cell, x, weights)
+
+
+def matmul(a, b, mode, device):
+    """Seed 004's matmul in a v1 session placed explicitly, as seed 004 does: tf.device('/GPU:0')
+    for a gpu cell, '/CPU:0' otherwise; eager and tf.function run where TF puts them. A gpu cell is
+    skipped where no GPU is visible."""
+    tf, _ = setup({"mode": "graph" if mode == "graph" else "eager"})
+    gpu_check(tf, {"device": device})
+    facts = {"tf_version": tf.__version__}
+    place = "/GPU:0" if device == "gpu" else "/CPU:0"
+    if mode == "graph":
+        v1 = tf.compat.v1 if hasattr(tf, "compat") else tf
+        # Variables, not constants: Grappler folds matmul(constant, constant) once and every later
+        # sess.run returns the cached product (it "measured" 4 TFLOP/s on 2 cores).
+        with tf.device(place):
+            va, vb = v1.Variable(a), v1.Variable(b)
+            c = tf.matmul(va, vb)
+        sess = v1.Session()
+        sess.run(v1.global_variables_initializer())
+        return Prepared(step=lambda: float(sess.run(c)[0, 0]), facts=facts)
+    ta, tb = tf.constant(a), tf.constant(b)
+    if mode == "eager":
+        return Prepared(step=lambda: float(tf.matmul(ta, tb).numpy()[0, 0]), facts=facts)
+    kwargs = {"jit_compile": True} if mode == "xla" else {}
+    fn = tf.function(lambda: tf.matmul(ta, tb), **kwargs)
+    return Prepared(step=lambda: float(fn().numpy()[0, 0]), facts=facts)
+
+
+def matmul_why_not(env, cell):
+    mode = cell["mode"]
+    if mode in ("function", "xla") and \
+            version_tuple(env["framework_version"]) < ((2, 0) if mode == "function" else (2, 5)):
+        return "%s matmul needs a newer TF" % mode
+    return None

@@ -10,6 +10,7 @@ from ..timing import clock
 from . import Prepared, Unsupported
 from .kerasnet import make_data
 from .torchnet import build
+from .torchnet import same_function_output as _same_function_output
 
 
 def prepare(cell, rule):
@@ -99,9 +100,13 @@ def inference_step(torch, net, mode, api, x):
     return step
 
 
-# Which cells this backend runs (tfspeed/backends/__init__.py): PyTorch's own model cells.
-FRAMEWORKS = ("torch",)
+# Which cells this backend runs (tfspeed/backends/__init__.py): PyTorch's own model cells (the
+# catalogue's row names this module for PyTorch, before keras3.py, which runs Keras 3 on torch).
 BUILDS_MODEL = True
+
+
+def claims(cell):
+    return cell["keras"] != "keras3"
 
 
 def why_not(env, cell):
@@ -113,3 +118,23 @@ def why_not(env, cell):
     if cell["mode"] not in ("eager", "compile", "torchscript"):
         return "PyTorch modes: eager, compile, torchscript"
     return None
+
+
+# Hooks (tfspeed/backends/__init__.py): PyTorch's same-function build and its matmul.
+
+
+def same_function_output(cell, x, weights):
+    """samefunction.py's second build of the cell's model, translated layer for layer."""
+    return _same_function_output(cell["model"], cell["data"], x, weights)
+
+
+def matmul(a, b, mode, device):
+    """Seed 004's matmul in PyTorch: eager torch.matmul, or torch.compile'd."""
+    if device == "gpu":
+        raise Unsupported("matmul on gpu is measured in TensorFlow's GPU builds only")
+    import torch
+
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    fn = torch.compile(torch.matmul) if mode == "compile" else torch.matmul
+    return Prepared(step=lambda: float(fn(ta, tb)[0, 0].item()),
+                    facts={"torch_version": torch.__version__})

@@ -10,15 +10,9 @@ from tfspeed import models, samefunction, usermodels
 
 @pytest.fixture(autouse=True)
 def clean_registry():
-    saved = {name: copy.copy(getattr(models, name))
-             for name in ("MODELS", "TRAINING", "DATA", "DATA_INPUT", "SEED_ITERATIONS")}
-    descriptions = copy.deepcopy(usermodels._DESCRIPTIONS)
+    saved = models.snapshot()
     yield
-    for name, value in saved.items():
-        getattr(models, name).clear()
-        getattr(models, name).update(value)
-    usermodels._DESCRIPTIONS.clear()
-    usermodels._DESCRIPTIONS.update(descriptions)
+    models.restore(saved)
 
 
 def test_conv_same_padding_and_strides_by_hand():

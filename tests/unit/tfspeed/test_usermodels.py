@@ -1,7 +1,5 @@
 """A user's own model and data (config `models` / `data`): refusals naming the layer, the new
 layers' FLOPs checked by hand on small cases, the seed's models untouched."""
-import copy
-
 import pytest
 
 from tfspeed import models, usermodels
@@ -10,18 +8,9 @@ from tfspeed import models, usermodels
 @pytest.fixture(autouse=True)
 def clean_registry():
     """Each test registers into the models module; put it back as it was afterwards."""
-    saved = {name: copy.copy(getattr(models, name))
-             for name in ("MODELS", "TRAINING", "DATA", "DATA_INPUT", "SEED_ITERATIONS")}
-    descriptions = copy.deepcopy(usermodels._DESCRIPTIONS)
-    targets = dict(usermodels._TARGETS)
+    saved = models.snapshot()
     yield
-    for name, value in saved.items():
-        getattr(models, name).clear()
-        getattr(models, name).update(value)
-    usermodels._DESCRIPTIONS.clear()
-    usermodels._DESCRIPTIONS.update(descriptions)
-    usermodels._TARGETS.clear()
-    usermodels._TARGETS.update(targets)
+    models.restore(saved)
 
 
 TOKENS = {"batch": 2, "shape": [5], "input": "tokens", "target": "sparse"}
