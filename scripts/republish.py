@@ -145,13 +145,24 @@ def unpack(run: dict, results: Path) -> list[str]:
 
 def _config(run: dict) -> dict:
     """The run's config with the schema's defaults filled in (the workflow validates with
-    defaults before any rule reads it)."""
+    defaults before any rule reads it). Keys the current schema no longer knows are dropped, so
+    that an older run stays regenerable; a config the schema still rejects stops here, naming
+    the run."""
     import copy
 
+    import yaml
+    from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
-    config = copy.deepcopy(run.get("config") or {})
-    validate(config, str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    schema_path = REPO / "schemas" / "config.schema.yaml"
+    with open(schema_path, encoding="utf-8") as handle:
+        known = set((yaml.safe_load(handle) or {}).get("properties") or {})
+    config = {k: v for k, v in copy.deepcopy(run.get("config") or {}).items() if k in known}
+    try:
+        validate(config, str(schema_path), set_default=True)
+    except WorkflowError as exc:
+        raise RepublishError("the config of run %s/%s does not fit the current schema: %s" % (
+            run["machine"], run["run_id"], str(exc).splitlines()[0])) from exc
     return config
 
 

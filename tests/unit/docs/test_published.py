@@ -23,6 +23,7 @@ import republish
 from test_published_report import check_report
 
 from driver.tables import aggregate
+from driver.tables.registry import NAMES
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"
@@ -110,6 +111,8 @@ def test_both_machines_appear_in_every_output(planted):
         assert key in cells and key in page and key in note
         assert "data/%s/2026-11-22-0123456/run.json" % key in note
     assert "## Machines compared" in page
+    for name in NAMES:  # every table of the registry, regenerated (none left behind)
+        assert (docs / "tables" / ("%s.csv" % name)).is_file(), name
     section = html[html.index('<section id="machines">'):]
     section = section[:section.index("</section>")]
     assert "%s: TF 2 / TF 1" % FIXTURE.name in section and "%s: TF 2 / TF 1" % OTHER in section
@@ -228,3 +231,14 @@ def test_publish_command_line(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "new: %s/2026-11-22-0123456" % FIXTURE.name in out.stdout
     assert (tmp_path / "site" / "data" / FIXTURE.name / "2026-11-22-0123456" / "run.json").is_file()
+
+
+def test_an_older_runs_config_stays_readable():
+    import yaml
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    run = {"machine": "m", "run_id": "r", "config": dict(config, key_of_an_older_version=1)}
+    got = republish._config(run)
+    assert "key_of_an_older_version" not in got and got["reference_env"] == config["reference_env"]
+    with pytest.raises(republish.RepublishError, match="m/r"):
+        republish._config({"machine": "m", "run_id": "r", "config": dict(config, min_effect="x")})
