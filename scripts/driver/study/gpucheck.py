@@ -7,8 +7,7 @@ check is skipped and says so.
 import shutil
 import subprocess
 
-from tfspeed import frameworks
-from tfspeed.versions import version_tuple
+from tfspeed import backends, frameworks
 
 
 def machine_gpus(run=subprocess.run):
@@ -42,16 +41,11 @@ def framework_gpus(python, framework, run=subprocess.run):
 
 
 def gpu_hint(manifest):
-    """Why a GPU build may not see the GPU, by framework and version."""
-    version = version_tuple(manifest.get("framework_version") or "0")
-    if manifest.get("framework") == "tensorflow" and version < (2, 14):
-        return ("TF before 2.14 finds CUDA and cuDNN only outside pip (no tensorflow[and-cuda] "
-                "extra; TF 1.15 needs CUDA 10.0, which no PyPI wheel provides): build it with "
-                "`snakemake --sdm conda` (the env file's cudatoolkit/cudnn) or install that CUDA "
-                "on the system")
-    if manifest.get("framework") == "tensorflow":
-        return ("pin tensorflow[and-cuda] (CUDA and cuDNN as nvidia-* wheels) and check that the "
-                "driver (nvidia-smi) supports their CUDA version")
+    """Why a GPU build may not see the GPU: its framework's own word (the `gpu_hint(version)` hook
+    of its backend, tfspeed/backends/), else the generic one."""
+    hint = backends.hook(manifest.get("framework"), "gpu_hint")
+    if hint is not None:
+        return hint(manifest.get("framework_version") or "0")
     return "check that the framework is its CUDA build and that the driver supports its CUDA"
 
 

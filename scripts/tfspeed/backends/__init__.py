@@ -20,6 +20,8 @@ frameworks:
     matmul(a, b, mode, device) -> Prepared    seed 004's matmul in the framework, on the
                           framework's own backend (the first of its row)
     matmul_why_not(env, cell)                 the framework's own limits on a matmul cell
+    gpu_hint(version)     what to do when a GPU build of this version sees no GPU
+                          (driver/study/gpucheck.py), on the framework's own backend
 Framework differences live in the backend that owns them, not in `if version` branches across the
 runner. Importing a backend imports no framework, so the planning side asks them too.
 """

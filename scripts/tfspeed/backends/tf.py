@@ -326,7 +326,19 @@ def _why_not_call(keras, mode, tfv):
     return "mode %s is not a TensorFlow mode" % mode
 
 
-# Hooks (tfspeed/backends/__init__.py): TensorFlow's same-function build and its matmul.
+# Hooks (tfspeed/backends/__init__.py): TensorFlow's same-function build, its matmul and why a GPU
+# build may not see the GPU.
+
+
+def gpu_hint(version):
+    """driver/study/gpucheck.py: what to do when a GPU build of this TF sees no GPU."""
+    if version_tuple(version) < (2, 14):
+        return ("TF before 2.14 finds CUDA and cuDNN only outside pip (no tensorflow[and-cuda] "
+                "extra; TF 1.15 needs CUDA 10.0, which no PyPI wheel provides): build it with "
+                "`snakemake --sdm conda` (the env file's cudatoolkit/cudnn) or install that CUDA "
+                "on the system")
+    return ("pin tensorflow[and-cuda] (CUDA and cuDNN as nvidia-* wheels) and check that the "
+            "driver (nvidia-smi) supports their CUDA version")
 
 
 def same_function_output(cell, x, weights):

@@ -38,7 +38,7 @@ def dot(a, b):
     return np.dot(a, b)
 '''
 
-# Its backend: custom-loop cells on numpy, the matmul hook and the same-function hook.
+# Its backend: custom-loop cells on numpy, and the hooks (matmul, same function, GPU hint).
 BACKEND = '''
 """FakeFlow: a planted backend (tests/unit/tfspeed/test_planted_framework.py)."""
 import numpy as np
@@ -78,6 +78,10 @@ def matmul(a, b, mode, device):
 
 def same_function_output(cell, x, weights):
     return samefunction.forward(cell["model"], x, weights)
+
+
+def gpu_hint(version):
+    return "FakeFlow %s: pip install fakeflow-cuda" % version
 '''
 
 RULE = {"kind": "fixed", "iterations": 5, "target_rel": 0.05, "min_samples": 3,
@@ -141,6 +145,8 @@ def test_it_is_built_checked(planted):
         return subprocess.run(cmd, env={"PYTHONPATH": str(planted)}, **kwargs)
 
     assert gpucheck.framework_gpus(sys.executable, "fakeflow", run=run_in_env) == (0, "")
+    assert gpucheck.gpu_hint({"framework": "fakeflow", "framework_version": "0.7.1"}) == \
+        "FakeFlow 0.7.1: pip install fakeflow-cuda"
     assert build_env.import_check("nosuchframework") == "import numpy as m"
 
 
