@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from driver.study.envspec import SpecError, parse_spec, spec_hash  # noqa: E402
 from driver.study.gpucheck import gpu_check  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
-from tfspeed import frameworks  # noqa: E402
+from tfspeed import backends, frameworks  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
 
@@ -174,11 +174,6 @@ def frozen_packages(venv):
 
 
 NO_SOURCES = {"find_links": [], "extra_index_urls": [], "packages": []}
-TORCH_CPU_HINT = (
-    "the installed torch %s is not a CPU build (no +cpu): PyPI's torch for Linux is the CUDA build, "
-    "whose nvidia-* libraries this CPU env does not list. Give a source of the CPU wheel in config "
-    "`package_sources` (extra_index_urls: [https://download.pytorch.org/whl/cpu], or find_links: a "
-    "folder holding the wheel), see docs/reference/environments.md, \"Package sources\"")
 
 
 def index_reachable(url, timeout_s=5.0):
@@ -373,10 +368,10 @@ def build(spec_file, env_root, installer, configured, tail, sources=None):
         run_logged([manifest["python_executable"], "-c", check + "; print(m.__version__)"],
                    "import check %s" % name, tail)
     except BuildError as exc:
-        torch = manifest["packages"].get("torch", "")
-        if torch and "+" not in torch and manifest["build"] == "cpu":
-            raise BuildError("%s; %s" % (exc.reason, TORCH_CPU_HINT % torch),
-                             exc.log_tail) from None
+        hint = backends.hook(manifest["framework"], "import_hint")  # the framework's own word
+        why = hint(manifest["packages"], manifest["build"]) if hint is not None else None
+        if why:
+            raise BuildError("%s; %s" % (exc.reason, why), exc.log_tail) from None
         raise
     ok, manifest["gpu_check"] = gpu_check(manifest)
     if not ok:

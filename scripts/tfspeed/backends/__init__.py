@@ -22,6 +22,8 @@ frameworks:
     matmul_why_not(env, cell)                 the framework's own limits on a matmul cell
     gpu_hint(version)     what to do when a GPU build of this version sees no GPU
                           (driver/study/gpucheck.py), on the framework's own backend
+    import_hint(packages, build)              why a built env's import check may have failed
+                          (build_env.py), or None
 Framework differences live in the backend that owns them, not in `if version` branches across the
 runner. Importing a backend imports no framework, so the planning side asks them too.
 """

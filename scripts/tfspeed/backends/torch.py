@@ -120,7 +120,22 @@ def why_not(env, cell):
     return None
 
 
-# Hooks (tfspeed/backends/__init__.py): PyTorch's same-function build and its matmul.
+# Hooks (tfspeed/backends/__init__.py): PyTorch's same-function build, its matmul and why a built
+# env's import check failed.
+CPU_HINT = (
+    "the installed torch %s is not a CPU build (no +cpu): PyPI's torch for Linux is the CUDA build, "
+    "whose nvidia-* libraries this CPU env does not list. Give a source of the CPU wheel in config "
+    "`package_sources` (extra_index_urls: [https://download.pytorch.org/whl/cpu], or find_links: a "
+    "folder holding the wheel), see docs/reference/environments.md, \"Package sources\"")
+
+
+def import_hint(packages, build):
+    """build_env.py, when a built env's import check fails: a CPU env holding torch's CUDA build
+    (its version has no +cpu) is the usual cause; None otherwise."""
+    torch = packages.get("torch", "")
+    if torch and "+" not in torch and build == "cpu":
+        return CPU_HINT % torch
+    return None
 
 
 def same_function_output(cell, x, weights):

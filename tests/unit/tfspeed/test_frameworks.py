@@ -78,3 +78,14 @@ def test_config_schema_enums_are_the_codes():
                         ("inputs", cells.INPUTS), ("devices", cells.DEVICES)]:
         listed = grid[key]["oneOf"][1]["items"]["enum"]
         assert listed == list(values), key
+
+
+def test_hints_are_the_frameworks_own():
+    """build_env's and gpucheck's hints come from the framework's own backend (hooks)."""
+    torch_hint = backends.hook("torch", "import_hint")
+    assert "2.13.0 is not a CPU build" in torch_hint({"torch": "2.13.0"}, "cpu")
+    assert torch_hint({"torch": "2.13.0+cpu"}, "cpu") is None
+    assert torch_hint({"torch": "2.13.0"}, "gpu") is None
+    assert backends.hook("jax", "import_hint") is None and backends.hook("mxnet", "gpu_hint") is None
+    tf_hint = backends.hook("tensorflow", "gpu_hint")
+    assert "TF before 2.14" in tf_hint("2.13.1") and "tensorflow[and-cuda]" in tf_hint("2.14.0")
