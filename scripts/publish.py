@@ -420,6 +420,12 @@ def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
         except (OSError, ValueError) as exc:
             raise PublishError("%s: not a cell file (%s)" % (results / name, exc)) from exc
     facts = run_facts(records)
+    probe = results / "machines" / key / "probe.json"  # the key's first probe (driver/study/probe.py)
+    if not facts["fingerprint"] and probe.is_file():
+        try:
+            facts["fingerprint"] = json.loads(probe.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, ValueError, AttributeError):
+            pass
     sha, source = run_commit(records, results, commit)
     run_id = "%s-%s" % (facts["date"], sha[:7] if sha else "nocommit")
     machine_dir = docs / "data" / key

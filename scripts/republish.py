@@ -193,6 +193,15 @@ def _wall(seconds) -> str:
     return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
+def _machine_text(facts: dict) -> str:
+    """'AMD EPYC, 2 CPUs, no GPU' from a run's machine facts."""
+    gpus = facts.get("gpus")
+    names = [str(g.get("name") if isinstance(g, dict) else g) for g in gpus] if gpus else []
+    return "%s, %s CPUs, %s" % (facts.get("cpu_model") or "CPU unknown",
+                                facts.get("cpu_count") or "?",
+                                "GPU " + ", ".join(names) if names else "no GPU")
+
+
 def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit=None) -> str:
     """PROVENANCE.md: per published run its machine key and fingerprint, the commit that timed
     it, its dates and wall time; which runs the derived files come from; the derived files'
@@ -216,15 +225,16 @@ def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit
                      "before the measurements were kept is in [the archive](archive/README.md), "
                      "not current and not regenerable.")
     else:
-        lines += ["| machine key | run | fingerprint | run commit | first start (UTC) | last end "
-                  "(UTC) | wall time | processes (ok) | in the derived files |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| machine key | run | machine | fingerprint | run commit | first start (UTC) "
+                  "| last end (UTC) | wall time | processes (ok) | in the derived files |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for run in runs:
             fp = (run.get("fingerprint") or {}).get("hash") or "none recorded"
             commit = run.get("commit") or "unknown"
-            lines.append("| %s | [%s](data/%s/%s/run.json) | `%s` | `%s` (%s) | %s | %s | %s | "
-                         "%s (%s) | %s |" % (
+            lines.append("| %s | [%s](data/%s/%s/run.json) | %s | `%s` | `%s` (%s) | %s | %s | %s "
+                         "| %s (%s) | %s |" % (
                              run["machine"], run["run_id"], run["machine"], run["run_id"],
+                             _machine_text(run.get("machine_facts") or {}),
                              str(fp)[:16], str(commit)[:12], run.get("commit_source") or "?",
                              run.get("started_utc"), run.get("ended_utc"),
                              _wall(run.get("wall_s")), run.get("processes"), run.get("ok"),

@@ -69,7 +69,8 @@ def _planted_results(root: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(doc))
     (results / "machines" / OTHER).mkdir(parents=True)
-    (results / "machines" / OTHER / "probe.json").write_text(json.dumps({"fingerprint": {}}))
+    (results / "machines" / OTHER / "probe.json").write_text(json.dumps(
+        {"fingerprint": {"hash": "feedface" * 8, "vendor": "GenuineIntel"}}))
     return results
 
 
@@ -97,6 +98,8 @@ def test_publish_keeps_every_process_per_machine_with_its_run_facts(planted):
         members = publish._members(folder / publish.ARCHIVE)
         assert len([m for m in members if m.startswith("cells/%s/" % key)]) == n_files
         assert doc["archive"]["sha256"] == republish.sha256(folder / publish.ARCHIVE)
+    assert runs[OTHER]["fingerprint"]["hash"] == "feedface" * 8  # from the probe's file
+    assert "`feedfacefeedface`" in (planted["docs"] / "PROVENANCE.md").read_text()
     assert "machines/%s/probe.json" % OTHER in publish._members(
         planted["docs"] / "data" / OTHER / runs[OTHER]["run_id"] / publish.ARCHIVE)
 
