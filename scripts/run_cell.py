@@ -169,13 +169,11 @@ def serve(cell, rule_dict, framework):
 
 
 def _clear_session(framework, cell):
-    if framework != "tensorflow" or cell["keras"] == "none":
-        return
-    import tensorflow as tf  # noqa: F401 (imported by the backend already)
+    from tfspeed import backends
 
-    from tfspeed.backends import tf as tfb
-
-    tfb.keras_module(tf, cell["keras"]).backend.clear_session()
+    clear = backends.hook(framework, "clear_session")  # the framework's own (tfspeed/backends/)
+    if clear is not None:
+        clear(cell)
 
 
 def main(argv=None):

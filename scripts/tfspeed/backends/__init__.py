@@ -24,6 +24,8 @@ frameworks:
                           (driver/study/gpucheck.py), on the framework's own backend
     import_hint(packages, build)              why a built env's import check may have failed
                           (build_env.py), or None
+    clear_session(cell)   what run_cell.py --serve does before it builds a model again in the
+                          same process, on the framework's own backend
 Framework differences live in the backend that owns them, not in `if version` branches across the
 runner. Importing a backend imports no framework, so the planning side asks them too.
 """

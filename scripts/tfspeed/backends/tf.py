@@ -326,8 +326,18 @@ def _why_not_call(keras, mode, tfv):
     return "mode %s is not a TensorFlow mode" % mode
 
 
-# Hooks (tfspeed/backends/__init__.py): TensorFlow's same-function build, its matmul and why a GPU
-# build may not see the GPU.
+# Hooks (tfspeed/backends/__init__.py): TensorFlow's same-function build, its matmul, its session
+# cleared between builds and why a GPU build may not see the GPU.
+
+
+def clear_session(cell):
+    """run_cell.py --serve, before it builds the cell's model again: the Keras session cleared
+    (a cell without Keras has none)."""
+    if cell["keras"] == "none":
+        return
+    import tensorflow as tf
+
+    keras_module(tf, cell["keras"]).backend.clear_session()
 
 
 def gpu_hint(version):

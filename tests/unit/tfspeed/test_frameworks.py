@@ -89,3 +89,10 @@ def test_hints_are_the_frameworks_own():
     assert backends.hook("jax", "import_hint") is None and backends.hook("mxnet", "gpu_hint") is None
     tf_hint = backends.hook("tensorflow", "gpu_hint")
     assert "TF before 2.14" in tf_hint("2.13.1") and "tensorflow[and-cuda]" in tf_hint("2.14.0")
+
+
+def test_a_served_worker_clears_what_its_framework_holds():
+    """run_cell.py --serve asks the framework's own backend before a rebuild (TF: the Keras
+    session; a Keras-less cell and a framework without the hook: nothing)."""
+    assert backends.hook("tensorflow", "clear_session")(cell(keras="none")) is None
+    assert backends.hook("torch", "clear_session") is None
