@@ -122,14 +122,19 @@ def unpack(run: dict, results: Path) -> list[str]:
     want = run.get("archive", {}).get("sha256")
     if want and sha256(archive) != want:
         raise RepublishError("%s does not match the sha256 its run.json records" % archive)
+    from driver.study import layout
+
     names = []
     with tarfile.open(archive, "r:xz") as tar:
         for member in tar.getmembers():
             name = member.name
             parts = Path(name).parts
             if not member.isfile() or name.startswith("/") or ".." in parts or \
-                    parts[0] not in MEMBER_FOLDERS:
+                    len(parts) < 3 or parts[0] not in MEMBER_FOLDERS:
                 raise RepublishError("%s: unexpected member %r" % (archive, name))
+            if layout.base_machine(parts[1]) != run["machine"]:
+                raise RepublishError("%s: %s belongs to machine %s, not to %s" % (
+                    archive, name, layout.base_machine(parts[1]), run["machine"]))
             target = results / name
             if target.exists():
                 raise RepublishError("%s: %s is in two published runs" % (archive, name))

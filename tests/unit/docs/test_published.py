@@ -245,3 +245,17 @@ def test_an_older_runs_config_stays_readable():
     assert "key_of_an_older_version" not in got and got["reference_env"] == config["reference_env"]
     with pytest.raises(republish.RepublishError, match="m/r"):
         republish._config({"machine": "m", "run_id": "r", "config": dict(config, min_effect="x")})
+
+
+def test_an_archive_holds_its_own_machine_only(tmp_path):
+    results = _planted_results(tmp_path)
+    docs = tmp_path / "docs"
+    run = publish.publish(results, docs, machines=[OTHER], commit=COMMIT, regenerate=False)[0]
+    folder = docs / "data" / OTHER / run["run_id"]
+    moved = docs / "data" / "someone-else" / run["run_id"]
+    moved.parent.mkdir()
+    shutil.copytree(folder, moved)
+    doc = json.loads((moved / "run.json").read_text())
+    (moved / "run.json").write_text(json.dumps(dict(doc, machine="someone-else")))
+    with pytest.raises(republish.RepublishError, match="belongs to machine %s" % OTHER):
+        republish.unpack(dict(doc, machine="someone-else", path=str(moved)), tmp_path / "r")
