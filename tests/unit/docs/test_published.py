@@ -259,3 +259,21 @@ def test_an_archive_holds_its_own_machine_only(tmp_path):
     (moved / "run.json").write_text(json.dumps(dict(doc, machine="someone-else")))
     with pytest.raises(republish.RepublishError, match="belongs to machine %s" % OTHER):
         republish.unpack(dict(doc, machine="someone-else", path=str(moved)), tmp_path / "r")
+
+
+def test_with_no_run_the_derived_files_say_so_and_stale_ones_go(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "tables").mkdir(parents=True)
+    (docs / "tables" / "cells.csv").write_text("machine\nold\n")
+    (docs / "study.xlsx").write_bytes(b"old")
+    (docs / "index.html").write_text("<p>an old report</p>")
+    (docs / "other.md").write_text("not derived")
+    assert sorted(p.split(":")[0] for p in republish.check(docs)) == [
+        "PROVENANCE.md", "RESULTS.md", "index.html", "study.xlsx", "tables/cells.csv"]
+    written = republish.republish(docs, code_commit="abc")
+    assert sorted(written) == ["PROVENANCE.md", "RESULTS.md", "index.html"]
+    assert not (docs / "tables").exists() and not (docs / "study.xlsx").exists()
+    assert (docs / "other.md").read_text() == "not derived"
+    assert "no results published yet" in (docs / "index.html").read_text()
+    assert republish.check(docs) == []
+    assert "- regenerated at commit: `abc`" in (docs / "PROVENANCE.md").read_text()
