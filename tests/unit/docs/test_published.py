@@ -98,6 +98,9 @@ def test_publish_keeps_every_process_per_machine_with_its_run_facts(planted):
         members = publish._members(folder / publish.ARCHIVE)
         assert len([m for m in members if m.startswith("cells/%s/" % key)]) == n_files
         assert doc["archive"]["sha256"] == republish.sha256(folder / publish.ARCHIVE)
+    # a results folder with a workbook: the config its `about` sheet records
+    from_sheet = publish.run_config(planted["docs"])
+    assert from_sheet["reference_env"] == "tf1.14" and "min_effect" in from_sheet
     assert runs[OTHER]["fingerprint"]["hash"] == "feedface" * 8  # from the probe's file
     assert "`feedfacefeedface`" in (planted["docs"] / "PROVENANCE.md").read_text()
     assert "machines/%s/probe.json" % OTHER in publish._members(
