@@ -5,19 +5,20 @@ cells of comparisons that are still *open* get one more process each, as long as
 than `max_repeats` and the extra rounds' predicted cost (each cell's median process wall time)
 fits what is left of `budget_s` (seconds of cell processes beyond the first `repeats` rounds).
 
-Open is a matter of precision, never of the verdict: a comparison is open while its equivalence
-CI (the (1 - 2 alpha) CI of the ratio, driver/stats/moderated.py) straddles a decision boundary,
-1 +- margin (symmetric in log), and more processes can still settle it: the CI's half-width,
-shrunk as 1/sqrt(n) to max_repeats processes a side, would be narrower than the margin. A
-comparison without a CI (a side with one process) is open. Cells go first whose open comparisons
+Open is a matter of precision alone, never of the estimate: a comparison is open while the
+half-width of its equivalence CI (the (1 - 2 alpha) CI of the ratio, driver/stats/moderated.py)
+is wider than half the margin (PRECISION), and more processes can still bring it under the
+margin: the half-width, shrunk as 1/sqrt(n) to max_repeats processes a side, would be narrower
+than the margin. A comparison without a CI (a side with one process) is open. (An earlier rule
+stopped when the CI lay inside or wholly beyond the margin: a decision on the estimate, which
+doubled the equivalence test's size; tests/unit/stats/test_design_sim.py keeps it as the control.) Cells go first whose open comparisons
 have the widest CI relative to the margin, after the cells with the fewest processes.
 
 Why not chase verdicts: extra processes for comparisons that are "inconclusive" until they turn
 significant is optional stopping (the A/A false-positive rate grows with every look). Here a null
-comparison stops getting processes only when its CI lies inside the margin (then it is equivalent,
-which is no false positive) or wholly beyond it (rare under the null), so the difference test keeps
-about its nominal rate at the final look (tests/unit/stats/test_design_sim.py simulates the whole
-design and checks it). Twins are allocated like every other comparison, so they see the same
+comparison stops getting processes only when its CI is narrow enough, whatever it says, so both
+the difference test and the equivalence test keep their nominal rates at the final look
+(tests/unit/stats/test_design_sim.py simulates the whole design and checks both). Twins are allocated like every other comparison, so they see the same
 allocation as the study's real comparisons.
 
 The plan is a pure function of the cell files so far, so a rerun plans the same rounds.
@@ -33,6 +34,10 @@ from driver.study import layout
 from driver.tables.registry import REGISTRY
 
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
+# Settled: the equivalence CI's half-width is at most this share of the margin, whatever the
+# estimate (then rows within half the margin of 1 can be called equivalent, and rows beyond
+# 1.5 margins different).
+PRECISION = 0.5
 TOO_WIDE = "too_wide"  # open, but too wide to settle even at max_repeats
 _TOO_WIDE = -1.0
 
@@ -45,9 +50,11 @@ def chased() -> list[str]:
 
 def open_score(ratio: float, se_log: float, df: float, n_min: float, margin: float,
                alpha_equivalence: float, max_repeats: int) -> float | None:
-    """None when a comparison is settled by its precision (its equivalence CI inside the margin,
-    or wholly beyond it); -1 when it cannot be settled by max_repeats processes a side; else the
-    CI's half-width over the margin (wider first). inf for a comparison without a CI."""
+    """None when a comparison is settled by its precision alone (its equivalence CI's half-width
+    at most PRECISION x the margin, whatever the ratio); -1 when it cannot reach the margin by
+    max_repeats processes a side; else the CI's half-width over the margin (wider first). inf
+    for a comparison without a CI. `ratio` is accepted and ignored: the rule must not look at
+    the estimate (tests/unit/stats/test_design_sim.py shows why)."""
     if any(not isinstance(v, (int, float)) or math.isnan(v) for v in (ratio, se_log, df)):
         return math.inf
     m = math.log1p(margin)
@@ -55,7 +62,8 @@ def open_score(ratio: float, se_log: float, df: float, n_min: float, margin: flo
     tq = float(sps.norm.ppf(1 - alpha_equivalence) if math.isinf(df)
                else sps.t.ppf(1 - alpha_equivalence, df))
     half = tq * se_log
-    if abs(d) + half < m or abs(d) - half > m:
+    del d  # the estimate takes no part: stopping on it is optional stopping (TOST size 2x)
+    if half <= PRECISION * m:
         return None
     if n_min and n_min < max_repeats and half * math.sqrt(n_min / max_repeats) >= m:
         return _TOO_WIDE  # too wide to settle even at max_repeats: processes there tell nothing
