@@ -11,14 +11,16 @@ is wider than half the margin (PRECISION), and more processes can still bring it
 margin: the half-width, shrunk as 1/sqrt(n) to max_repeats processes a side, would be narrower
 than the margin. A comparison without a CI (a side with one process) is open. (An earlier rule
 stopped when the CI lay inside or wholly beyond the margin: a decision on the estimate, which
-doubled the equivalence test's size; tests/unit/stats/test_design_sim.py keeps it as the control.) Cells go first whose open comparisons
+doubled the equivalence test's size; tests/unit/stats/test_design_sim.py keeps it as the
+control.) Cells go first whose open comparisons
 have the widest CI relative to the margin, after the cells with the fewest processes.
 
 Why not chase verdicts: extra processes for comparisons that are "inconclusive" until they turn
 significant is optional stopping (the A/A false-positive rate grows with every look). Here a null
 comparison stops getting processes only when its CI is narrow enough, whatever it says, so both
 the difference test and the equivalence test keep their nominal rates at the final look
-(tests/unit/stats/test_design_sim.py simulates the whole design and checks both). Twins are allocated like every other comparison, so they see the same
+(tests/unit/stats/test_design_sim.py simulates the whole design and checks both). Twins are
+allocated like every other comparison, so they see the same
 allocation as the study's real comparisons.
 
 The plan is a pure function of the cell files so far, so a rerun plans the same rounds.
