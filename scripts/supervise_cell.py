@@ -198,6 +198,7 @@ def supervise(args):
         with open(args.manifest) as handle:
             manifest = json.load(handle)
     prov = {"machine": provenance.machine_facts(), "env": manifest,
+            "code": provenance.code_facts(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "limits": {"cell_timeout_s": args.timeout_s, "cell_memory_mb": args.memory_mb}}
     usermodels.register_cell(cell)  # a user's own model or data (config `models`, `data`)

@@ -68,6 +68,7 @@ def supervise(args):
         return
     rec["provenance"] = {
         "machine": provenance.machine_facts(),
+        "code": provenance.code_facts(),
         "probe": probe.brief(layout.probe_latest(layout.base_machine(args.machine))),
         "left_env": {k: left_manifest.get(k) for k in ("name", "env_hash", "framework",
                                                        "framework_version", "python")},

@@ -141,7 +141,7 @@ def halfwidth(k: int, window_s: float, a: float, t2: float, level: float = 0.95,
     estimate, or with comparison=True of the ratio of two such cells (variance twice a cell's).
     The critical value is the analysis's own: the study's moderated model pools the spread over
     every cell, so its degrees of freedom are large (df = inf: the normal quantile), not the
-    k - 1 of one cell alone (t at k - 1 = 3 is 3.18 against 1.96: widths 1.6x too large)."""
+    k - 1 of one cell alone (t at k - 1 = 3 is 3.18 against 1.96)."""
     if k < 2:
         return math.nan
     crit = float(sps.norm.ppf(0.5 + level / 2) if math.isinf(df)

@@ -53,6 +53,26 @@ def gpu_info():
             if line.strip()] or None
 
 
+def code_facts(repo=None):
+    """The workflow code that timed a result: {"commit": the checkout's HEAD, "dirty": whether
+    tracked files differ from it}, each None when git or the repository is not there. What
+    `make publish` records as the run's commit (scripts/publish.py)."""
+    repo = repo or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = {"commit": None, "dirty": None}
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode == 0:
+            out["commit"] = head.stdout.strip()
+            status = subprocess.run(["git", "-C", repo, "status", "--porcelain",
+                                     "--untracked-files=no"], capture_output=True, text=True,
+                                    timeout=10)
+            out["dirty"] = bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
 def load_average():
     try:
         return list(os.getloadavg())

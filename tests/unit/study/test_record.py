@@ -77,3 +77,18 @@ def test_other_machine_files(tmp_path):
     assert str(mine) not in layout.other_machine_files(str(root), MACHINE, [MACHINE, "other"])
 
 
+
+
+def test_code_facts_name_the_checkout_commit():
+    """Each cell and duet records the workflow commit that timed it (make publish reads it)."""
+    import subprocess
+
+    from driver.study import provenance
+
+    facts = provenance.code_facts()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=provenance.os.path.dirname(provenance.__file__))
+    if head.returncode:
+        pytest.skip("not a git checkout")
+    assert facts["commit"] == head.stdout.strip() and isinstance(facts["dirty"], bool)
+    assert provenance.code_facts("/nonexistent") == {"commit": None, "dirty": None}
