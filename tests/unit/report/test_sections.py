@@ -87,3 +87,20 @@ def test_modules_without_the_contract_are_refused(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "probe_pkg", __import__("pkg"))
     with pytest.raises(AttributeError, match="has no TITLE"):
         sections.modules()
+
+
+def test_method_section_reads_the_aa_rate_selfbench_writes(tmp_path):
+    """selfbench writes `aa_rate` as a rate with its CI; the Method section shows it (it once
+    looked up another key and always said "not measured")."""
+    import json
+
+    from driver.report.sections import method
+
+    path = tmp_path / "selfbench.json"
+    path.write_text(json.dumps({"aa_rate": {"k": 2, "n": 24, "rate": 2 / 24, "ci_low": 0.01,
+                                            "ci_high": 0.27, "nominal": 0.02, "ok": True},
+                                "overhead_rel": 3e-5}))
+    rows = {r["key"]: r["value"] for r in method.read_selfbench(path)["rows"]}
+    assert rows["aa_rate"].startswith("2 of 24 (8.3%") and rows["aa_rate"].endswith("ok)")
+    assert rows["overhead_rel"] == "3e-05"
+    assert rows["mde_80"] == "not measured"

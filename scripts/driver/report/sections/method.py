@@ -18,12 +18,26 @@ SELFBENCH_GOALS = {
                     "<= 1/3 of spread_seed"),
     "spread_seed": ("relative spread of the seed's time() mean of 200 calls, same processes", ""),
     "timed_share": ("share of the quick study's wall time inside timed loops", ""),
-    "aa_false_positive_rate": ("A/A pairs (one cell's processes split in two halves) called "
-                               "faster or slower by the study's verdicts", "<= 0.05"),
+    "aa_rate": ("A/A pairs (the same cell twice) with p at or below the study's per-test "
+                "threshold, with its binomial CI: calibrated when the CI holds the threshold",
+                "CI holds the nominal rate"),
     "mde_80": ("smallest ratio the default design detects with 80 % power", "<= 1.10"),
     "orchestrator_cpu_share": ("CPU of Snakemake and the supervisors during timed windows, in "
                                "cores", "<= 0.01"),
 }
+
+
+def figure_text(value) -> str:
+    """A selfbench figure: a number, or a rate {k, n, rate, ci_low, ci_high, nominal, ok}
+    (driver/stats/calibration.py: rate) with its CI and whether it holds the nominal value."""
+    if isinstance(value, Mapping) and "rate" in value:
+        if not value.get("n"):
+            return "not measured"
+        return (f"{value['k']} of {value['n']} ({num(value['rate']):.1%}, CI "
+                f"{num(value['ci_low']):.1%}–{num(value['ci_high']):.1%}; nominal "
+                f"{num(value['nominal']):.1%}: {'ok' if value.get('ok') else 'MISCALIBRATED'})")
+    number = num(value)
+    return "not measured" if math.isnan(number) else f"{number:.3g}"
 
 
 def read_selfbench(path) -> dict | None:
@@ -43,9 +57,8 @@ def read_selfbench(path) -> dict | None:
         return {"error": f"{path} holds no JSON object", "rows": []}
     rows = []
     for key, (meaning, goal) in SELFBENCH_GOALS.items():
-        value = num(data.get(key))
         rows.append({"key": key, "meaning": meaning, "goal": goal,
-                     "value": "not measured" if math.isnan(value) else f"{value:.3g}"})
+                     "value": figure_text(data.get(key))})
     extra = [(k, text(v) if not isinstance(v, (dict, list)) else json.dumps(v, sort_keys=True))
              for k, v in sorted(data.items()) if k not in SELFBENCH_GOALS]
     return {"error": None, "rows": rows, "extra": extra}
