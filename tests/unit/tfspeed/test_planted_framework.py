@@ -14,7 +14,7 @@ import run_cell
 
 from driver.report import guidance
 from driver.study import envspec, gpucheck
-from driver.tables import labels, summaries
+from driver.tables import comparisons, labels, summaries
 from tfspeed import backends, cells, frameworks, samefunction
 
 ROW = frameworks.Framework(
@@ -174,6 +174,7 @@ def test_it_is_labelled_by_its_row(planted):
     row = {"api": "custom_loop", "input": "numpy", "keras": "none", "framework": "fakeflow",
            "framework_version": "0.7.1", "mode": "eager", "device": "cpu"}
     assert summaries.configuration_text(row) == "custom loop + numpy + FF 0.7.1 + Eager + CPU"
+    assert comparisons.family("fakeflow", "none") == "FakeFlow"  # best vs best across frameworks
     rows = pd.DataFrame([
         {"machine": "m", "model": "small", "data": "small", "task": "train", "list": "DO",
          "configuration": "x", "ratio_to_fastest": ratio, "median_s": 0.01 * ratio,
