@@ -60,6 +60,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
 from driver.report import answer  # noqa: E402
+from driver.report.bottom_line import duet_rows  # noqa: E402
 from driver.stats import blocks, calibration, moderated, verdicts  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.tables import bundle  # noqa: E402
@@ -234,7 +235,10 @@ def decision_figures(tables_folder, margin: float) -> dict:
     - equivalence: of the comparison rows whose estimated ratio lies inside the margin
       (1 / (1 + margin) .. 1 + margin), how many end `equivalent` (Clopper-Pearson CI);
     - graph_decided: TF 2 vs TF 1 like-for-like `train_on_batch` in graph mode, one row per TF 2
-      version as the report's headline picks it: the versions whose verdict is not inconclusive.
+      version as the report's headline picks it: the versions whose verdict is not inconclusive
+      (from the duets table when the run has one, else from tf2_vs_tf1);
+    - headline: per mode, from the duets table, the versions decided and, of the rows within 5 %
+      of equal, how many end equivalent (Clopper-Pearson CI).
     """
     folder = Path(tables_folder)
     inside = equivalent = 0
@@ -249,7 +253,24 @@ def decision_figures(tables_folder, margin: float) -> dict:
     lo, hi = calibration.clopper_pearson(equivalent, inside)
     graph = {"decided": 0, "versions": 0, "undecided": []}
     path = folder / "tf2_vs_tf1.csv"
-    if path.exists():
+    duets_path = folder / "duets.csv"
+    headline = {}
+    if duets_path.exists():  # the headline from duets (driver/tables/duets.py)
+        duets = bundle.read_table(duets_path)
+        for mode in ("graph", "eager"):
+            head = duet_rows(duets, mode)
+            decided = head[head["verdict"].map(answer.norm_verdict) != answer.INCONCL]
+            near = head[(head["ratio"] >= 1 / 1.05) & (head["ratio"] <= 1.05)]
+            near_eq = int((near["verdict"].map(answer.norm_verdict) == answer.EQUIV).sum())
+            headline[mode] = {
+                "decided": int(len(decided)), "versions": int(len(head)),
+                "undecided": [str(e) for e in head.loc[~head.index.isin(decided.index), "env"]],
+                "within_5pct": int(len(near)), "within_5pct_equivalent": near_eq,
+                "within_5pct_equivalent_ci": list(calibration.clopper_pearson(near_eq,
+                                                                              len(near)))}
+        if "graph" in headline:
+            graph = {k: headline["graph"][k] for k in ("decided", "versions", "undecided")}
+    elif path.exists():
         rows = answer.like_for_like(bundle.read_table(path))
         rows = rows[(rows["mode"] == "graph") & (rows["api"] == "train_on_batch")] \
             if not rows.empty else rows
@@ -262,7 +283,7 @@ def decision_figures(tables_folder, margin: float) -> dict:
                 graph["decided"] += 1
     return {"margin": margin, "inside_margin": inside, "equivalent": equivalent,
             "equivalent_share": equivalent / inside if inside else math.nan,
-            "equivalent_ci": [lo, hi], "graph_decided": graph}
+            "equivalent_ci": [lo, hi], "graph_decided": graph, "headline": headline}
 
 
 def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
@@ -346,6 +367,11 @@ def main():
             d = decision_figures(Path(folder) / "tables", default["min_effect"])
             study["decisions"][name] = d
             g = d["graph_decided"]
+            for mode, h in d["headline"].items():
+                print("run %s, duets, %s mode: %d of %d versions decided; of the %d within 5 %% "
+                      "of equal, %d end equivalent (95 %% CI of the share %.2f-%.2f)"
+                      % (name, mode, h["decided"], h["versions"], h["within_5pct"],
+                         h["within_5pct_equivalent"], *h["within_5pct_equivalent_ci"]))
             print("run %s: rows inside the margin (ratio within 1 +- %.2f) that end equivalent: "
                   "%d of %d = %.3f (95 %% CI %.3f-%.3f; goal >= 0.80); graph-mode TF 2 vs TF 1 "
                   "train_on_batch: %d of %d versions decided (goal >= 18 of 22)%s"

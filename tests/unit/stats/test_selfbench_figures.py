@@ -75,3 +75,31 @@ def test_decision_figures_count_equivalence_inside_the_margin_and_graph_versions
     assert d["equivalent_ci"][0] < 0.5 < d["equivalent_ci"][1]
     g = d["graph_decided"]
     assert g["versions"] == 3 and g["decided"] == 2 and g["undecided"] == ["tf2.1"]
+
+
+def test_decision_figures_take_the_headline_from_the_duets(tmp_path):
+    """With a duets table, the graph versions decided and the share of near-equal rows (within
+    5 %) that end equivalent come from it, per mode; Keras 3 eager is the default's row."""
+    from driver.tables import bundle
+
+    rows = []
+    for env, version, verdict, ratio in (("tf2.0", "2.0.4", "right_faster", 1.3),
+                                         ("tf2.1", "2.1.4", "inconclusive", 1.04),
+                                         ("tf2.2", "2.2.3", "equivalent", 0.99)):
+        rows.append({"machine": "m", "env": env, "mode": "graph", "api": "train_on_batch",
+                     "keras": "tf.keras", "left_framework_version": version, "ratio": ratio,
+                     "verdict": verdict})
+    rows.append({"machine": "m", "env": "tf2.21", "mode": "eager", "api": "train_on_batch",
+                 "keras": "keras3", "left_framework_version": "2.21.0", "ratio": 1.01,
+                 "verdict": "equivalent"})
+    rows.append({"machine": "m", "env": "tf2.21", "mode": "eager", "api": "train_on_batch",
+                 "keras": "tf_keras", "left_framework_version": "2.21.0", "ratio": 1.9,
+                 "verdict": "right_faster"})
+    bundle.write_table(pd.DataFrame(rows), tmp_path / "duets.csv")
+    d = selfbench.decision_figures(tmp_path, 0.10)
+    g = d["headline"]["graph"]
+    assert (g["decided"], g["versions"], g["undecided"]) == (2, 3, ["tf2.1"])
+    assert (g["within_5pct"], g["within_5pct_equivalent"]) == (2, 1)
+    assert d["graph_decided"]["decided"] == 2
+    e = d["headline"]["eager"]
+    assert (e["versions"], e["within_5pct"], e["within_5pct_equivalent"]) == (1, 1, 1)
