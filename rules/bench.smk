@@ -84,6 +84,8 @@ rule finish_round:
 checkpoint plan_round:
     input:
         cells=files_before_round,
+        # the duets' time counts against time_budget_min (driver/study/budget.py)
+        duets=lambda wildcards: duet_files(wildcards.machine),
     output:
         plan=layout.PLAN_PATTERN,
     log:

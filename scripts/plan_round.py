@@ -10,6 +10,7 @@ import logging  # noqa: E402
 from driver.study.budget import extra_budget_s  # noqa: E402
 from driver.tables.aggregate import tabulate  # noqa: E402
 from driver.tables.allocation import plan_next_round  # noqa: E402
+from driver.tables.duets import load as load_duets  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
 
 p = smk.params
@@ -17,7 +18,8 @@ result = tabulate(list(smk.input.cells), p.reference_env, p.noisy_threshold, p.l
                   q=p.q, min_effect=p.min_effect, alpha_equivalence=p.alpha_equivalence)
 # the extra rounds' budget: what the first rounds left of the study's time budget, if it has one
 budget_s = extra_budget_s(result["records"], p.repeats, p.budget_s, p.time_budget_s,
-                          smk.wildcards.machine)
+                          smk.wildcards.machine,
+                          duets=load_duets(list(getattr(smk.input, "duets", []))))
 plan = plan_next_round(result["cells"], result, result["records"], p.repeats, p.max_repeats,
                        budget_s, margin=p.min_effect, alpha_equivalence=p.alpha_equivalence)
 plan["round"] = int(smk.wildcards.rep)

@@ -56,11 +56,13 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect,
                           alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
-    tables["duets"] = duets_table(load_duets(duet_files), level=level, q=q,
-                                  min_effect=min_effect, alpha_equivalence=alpha_equivalence)
+    duet_records = load_duets(duet_files)
+    tables["duets"] = duets_table(duet_records, level=level, q=q, min_effect=min_effect,
+                                  alpha_equivalence=alpha_equivalence)
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
-                                allocation.get("time_budget_s"), allocation.get("machine"))
+                                allocation.get("time_budget_s"), allocation.get("machine"),
+                                duets=duet_records)
         why = stop_reasons(cells, tables, records, allocation["repeats"],
                            allocation["max_repeats"], budget,
                            margin=min_effect, alpha_equivalence=alpha_equivalence)

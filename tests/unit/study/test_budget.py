@@ -21,3 +21,16 @@ def test_the_extra_rounds_get_what_the_first_rounds_left():
     assert extra_budget_s(RECORDS, 2, 120, 10.0, "m") == 0.0  # a slow machine: no extra rounds
     assert extra_budget_s(RECORDS, 2, 120, None, "m") == 120.0  # no time budget: as before
     assert extra_budget_s(RECORDS, 2, 0, 3600.0, "m") == 0.0  # allocation off
+
+
+def test_duets_count_against_the_time_budget():
+    """The headline's duets run first and their wall time is spent from time_budget_min."""
+    from driver.study import budget
+
+    recs = [{"repeat": 0, "machine": "m", "provenance": {"cell_wall_s": 100.0}}]
+    duets = [{"machine": "m", "wall_s": 30.0}, {"machine": "m", "wall_s": 20.0},
+             {"machine": "other", "wall_s": 1000.0}]
+    assert budget.extra_budget_s(recs, 1, 60.0, 300.0, "m", duets=duets) == 150.0
+    assert budget.extra_budget_s(recs, 1, 60.0, 300.0, "m") == 200.0
+    assert budget.extra_budget_s(recs, 1, 60.0, 120.0, "m", duets=duets) == 0.0
+    assert budget.duets_s(duets) == 1050.0
