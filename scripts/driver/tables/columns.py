@@ -81,6 +81,7 @@ COLUMNS = {c.name: c for c in [
         ("fastest_median_s", "The fastest configuration's median (guidance)."),
         ("best_process_median_s", "The fastest process's median."),
         ("warmup_s", "Seconds spent warming up."), ("process_wall_s", "The process's wall time."),
+        ("wall_s", "A duet's wall time (both workers, from start to close)."),
         ("before_level_s", "The step time before a change point."),
         ("after_level_s", "The step time after it."),
     ]),
