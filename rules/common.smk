@@ -430,7 +430,10 @@ DUETS = config["duets"]
 DUET_LIST = (
     []
     if USE_CONDA
-    else duetplan.plan(ENV_SPECS, study_envs(), config["reference_env"], DUETS)
+    # the envs the grids give cells: a preset of a few envs plans their duets only
+    else duetplan.plan(
+        ENV_SPECS, sorted({e for e, _ in CELLS}), config["reference_env"], DUETS
+    )
 )
 DUET_BY_ID = {(d.env, d.cell_id): d for d in DUET_LIST}
 DUET_PRIORITY = duetplan.priorities(
