@@ -1,12 +1,10 @@
 """The source study's claims, judged on this study's comparison tables (never on cell files),
 and the DO / DON'T lists as the report shows them."""
-import math
-import re
 
 import pandas as pd
 
 from driver.report.answer import like_for_like, row_kind
-from driver.report.fmt import col, is_true, ncol, num, records, text
+from driver.report.fmt import col, is_true, ncol, records, text
 from driver.tables.registry import COMPARISONS
 from tfspeed.cells import APIS, task
 
@@ -142,29 +140,3 @@ def claims(tables: dict, cells: pd.DataFrame | None = None) -> list[dict]:
     return out
 
 
-def guidance_view(guidance: pd.DataFrame) -> list[dict]:
-    """Per machine and model/data pair: DO and DON'T lists, both fastest first (the DON'T list's
-    slowest last); matmul is a micro-case, not a way to train, and is left out."""
-    if guidance.empty:
-        return []
-    df = guidance.copy()
-    df["_list"] = col(df, "list", "").map(lambda v: re.sub(r"[^A-Z]", "", text(v).upper()))
-    df["_ratio"] = ncol(df, "ratio_to_fastest")
-    out = []
-    keys = [k for k in ("machine", "model", "data") if k in df.columns]
-    grouped = df.groupby(keys, sort=True) if keys else [((), df)]
-    for key, part in grouped:
-        key = key if isinstance(key, tuple) else (key,)
-        label = dict(zip(keys, (text(k) for k in key)))
-
-        def items(kind, ascending, part=part):
-            sub = part[(part["_list"] == kind) & (col(part, "api").map(text) != "matmul")]
-            sub = sub.sort_values("_ratio", ascending=ascending)
-            return [{"configuration": text(r.get("configuration"), "?"),
-                     "ratio": "–" if math.isnan(num(r.get("_ratio"))) else
-                     f"{num(r.get('_ratio')):.2f}x"} for r in records(sub)]
-
-        out.append({"machine": label.get("machine", ""), "model": label.get("model", ""),
-                    "data": label.get("data", ""), "do": items("DO", True),
-                    "dont": items("DONT", True)})
-    return out

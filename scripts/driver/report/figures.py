@@ -1,6 +1,5 @@
 """The report's figures (matplotlib, rendered to inline SVG or PNG data URIs): the performance
 history, where the time goes, and the stem plots of every cell's samples."""
-import base64
 import html
 import io
 import logging
@@ -57,27 +56,6 @@ def fig_svg(fig: Figure, label: str = "") -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tfspeed"}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     return clean_svg(buf.getvalue(), label)
-
-
-def fig_png_uri(fig: Figure, dpi=80, colours=64) -> str:
-    """A PNG data URI; reduced to a palette of `colours` (a third of the bytes for these line
-    drawings, no visible loss) where Pillow, which matplotlib depends on, is importable."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
-                metadata={"Software": None})
-    data = buf.getvalue()
-    try:
-        from PIL import Image
-
-        small = io.BytesIO()
-        Image.open(io.BytesIO(data)).convert("RGB").quantize(
-            colors=colours, method=Image.Quantize.MEDIANCUT).save(small, format="PNG",
-                                                                  optimize=True)
-        if small.tell() < len(data):
-            data = small.getvalue()
-    except (ImportError, OSError, ValueError) as exc:
-        log.info("PNG kept at full colour: %s", exc)
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def _small_font(fig: Figure):

@@ -28,13 +28,6 @@ def fmt_ms(seconds, digits=2) -> str:
     return "–" if math.isnan(s) else f"{s * 1e3:,.{digits}f}"
 
 
-def fmt_s(seconds) -> str:
-    s = num(seconds)
-    if math.isnan(s):
-        return "–"
-    return f"{s * 1e3:,.1f} ms" if s < 1 else f"{s:,.2f} s"
-
-
 def fmt_pct(p) -> str:
     p = num(p)
     return "–" if math.isnan(p) else f"{p:+,.1f}"

@@ -35,7 +35,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from driver.stats import moderated
 
@@ -252,5 +251,3 @@ def compare_paired(fit: Mapping, left, right, prior: "PairedPrior | None", level
     return out
 
 
-def critical_t(level: float, df: float) -> float:
-    return float(sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df))

@@ -54,10 +54,6 @@ def cell_path(machine, env, cell, repeat):
     return f"{CELLS}/{machine}/{env}/{cell_id(cell)}.r{int(repeat)}.json"
 
 
-def table_path(name):
-    return f"{TABLES}/{name}.csv"
-
-
 def duet_path(machine, env, cell, rep):
     return DUET_PATTERN.format(machine=machine, env=env, cell=cell, rep=int(rep))
 
