@@ -175,6 +175,15 @@ def analyse(path, level=0.95):
         rb, _ = centred(fresh, lambda r: r["b"]["log_median"])
         out["fresh_pair_corr"] = float(np.corrcoef(ra, rb)[0, 1])
         out["fresh_pair_cost_s"] = float(np.mean([r["wall_s"] for r in fresh]))
+        # machine state over time: single processes' residuals in the order they ran
+        ordered = sorted(fresh, key=lambda r: r["a"]["start"])
+        by = {}
+        for r in ordered:
+            by.setdefault(r["comparison"], []).append(r["a"]["log_median"])
+        means = {k: np.mean(v) for k, v in by.items()}
+        res_t = [r["a"]["log_median"] - means[r["comparison"]] for r in ordered]
+        out["fresh_lag1_corr"] = (float(np.corrcoef(res_t[:-1], res_t[1:])[0, 1])
+                                  if len(res_t) > 2 else math.nan)
     if duets:
         res, g = centred(duets, lambda r: r["builds"][0]["log_ratio"])
         out["duet_sd"] = sd_ci(res, g, level)
@@ -216,8 +225,10 @@ def show(result):
     print("fresh pair, sd of log ratio:        " + sd("fresh_pair_sd"))
     print("fresh single process, sd of log median: " + sd("fresh_single_sd"))
     if "fresh_pair_corr" in result:
-        print("correlation of back-to-back partners: %.2f; cost per pair %.1f s"
-              % (result["fresh_pair_corr"], result["fresh_pair_cost_s"]))
+        print("correlation of back-to-back partners: %.2f; of one side's processes a trial "
+              "apart: %.2f; cost per pair %.1f s"
+              % (result["fresh_pair_corr"], result["fresh_lag1_corr"],
+                 result["fresh_pair_cost_s"]))
     print("duet, sd of log ratio (one build):  " + sd("duet_sd"))
     print("duet, mean of two builds:           " + sd("duet_two_builds_sd"))
     print("rebuild component (sd):             " + sd("rebuild_sd"))
