@@ -1,0 +1,75 @@
+"""The headline in duets, right after the answer: per mode, each TF 2.x version's step time over
+TF 1's from its duets (driver/tables/duets.py), as a forest plot whose intervals are the tested
+ones (each row's false-coverage-rate interval: it excludes 1 exactly when the row is called
+faster or slower), with the simultaneous bound, the equivalence interval and the duets behind
+each row in a table. A study without duets (config `duets.modes: []`) shows none."""
+import math
+
+from driver.report.bottom_line import duet_rows
+from driver.report.fmt import cell, col, ncol, num, records, text
+from driver.report.forest import forest_svg
+
+ID, TITLE, ORDER = "duets", "In duets", 11
+
+MODE_TITLE = {"graph": "Graph mode, train_on_batch()", "eager": "Eager mode, train_on_batch()"}
+WORD = {"right_faster": "TF 2 slower", "left_faster": "TF 2 faster", "equivalent": "equivalent",
+        "inconclusive": "undecided"}
+
+
+def _pct(x: float) -> str:
+    return "" if not math.isfinite(x) else f"{x:.2f}x"
+
+
+def panel(rows, title: str) -> dict:
+    return {"title": title, "rows": [
+        {"label": f"{text(r.get('left_framework_version'))} {text(r.get('keras'))}",
+         "ratio": num(r.get("ratio")), "lo": num(r.get("ratio_ci_low")),
+         "hi": num(r.get("ratio_ci_high")), "verdict": text(r.get("verdict"), "inconclusive"),
+         "head": True, "standin": False} for r in rows]}
+
+
+COLUMNS = (("TF version", False), ("Keras", False), ("TF 2 / TF 1", True),
+           ("tested interval", True), ("equivalence interval", True),
+           ("at most (all versions)", True), ("verdict", False), ("duets", True))
+VERDICT_CLASS = {"right_faster": "neg", "left_faster": "pos", "equivalent": "",
+                 "inconclusive": "muted"}
+
+
+def table_rows(rows, table_id: str) -> dict:
+    """The macro table's shape: {"id", "columns": [{"label", "num"}], "rows": [[cell]]}."""
+    out = []
+    for r in rows:
+        verdict = text(r.get("verdict"))
+        failed = int(num(r.get("n_failed"))) if math.isfinite(num(r.get("n_failed"))) else 0
+        out.append([
+            cell(text(r.get("left_framework_version"))), cell(text(r.get("keras"))),
+            cell(_pct(num(r.get("ratio"))), v=num(r.get("ratio"))),
+            cell(f"{_pct(num(r.get('ratio_ci_low')))}–{_pct(num(r.get('ratio_ci_high')))}"),
+            cell(f"{_pct(num(r.get('tost_ci_low')))}–{_pct(num(r.get('tost_ci_high')))}"),
+            cell(_pct(num(r.get("simultaneous_high"))), v=num(r.get("simultaneous_high"))),
+            cell(WORD.get(verdict, verdict), cls=VERDICT_CLASS.get(verdict, "")),
+            cell(f"{int(num(r.get('n')))}" + (f" ({failed} failed)" if failed else "")),
+        ])
+    return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
+            "rows": out}
+
+
+def build(data) -> dict:
+    duets = data.table("duets")
+    if duets.empty:
+        return {"modes": [], "reference": "TF 1"}
+    reference = ", ".join(sorted({f"TF {text(v)}" for v in
+                                  col(duets, "right_framework_version").dropna()})) or "TF 1"
+    modes = []
+    for mode in ("graph", "eager"):
+        rows = records(duet_rows(duets, mode)) + records(duet_rows(duets, mode, legacy=True))
+        if not rows:
+            continue
+        p = panel(rows, MODE_TITLE.get(mode, mode))
+        p["svg"] = forest_svg(p, data.min_effect, reference)
+        modes.append({"mode": mode, "title": p["title"], "svg": p["svg"],
+                      "rows": table_rows(rows, f"duets-{mode}")})
+    levels = ncol(duets, "ci_level").dropna()
+    return {"modes": modes, "reference": reference,
+            "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,
+            "replicates": int(ncol(duets, "n").max()), "min_effect": data.min_effect}
