@@ -148,6 +148,9 @@ COLUMNS = {c.name: c for c in [
         ("simultaneous_low", "A lower bound that holds for every row of the mode at once."),
         ("simultaneous_high", "An upper bound that holds for every row of the mode at once."),
         ("window_sd", "The spread of one window pair's log ratio inside a duet."),
+        ("fails_if_1_5x_narrow", "The chance this A/A figure fails when intervals are 1.5x too "
+         "narrow (its power, for this run's pairs and threshold)."),
+        ("fails_if_2x_narrow", "The same when they are 2x too narrow."),
         ("same_function_max_diff", "The largest output difference from the NumPy pass, over "
          "the cell's processes."),
         ("same_function_tolerance", "The difference same_function allows (ATOL + RTOL x the "

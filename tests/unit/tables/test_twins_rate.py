@@ -51,3 +51,24 @@ def test_a_calibrated_method_passes_and_a_planted_miscalibration_fails():
     fails = sum(not twins_rate(simulated_twins(24, 4, 0.05, rng), threshold).iloc[0][
         "nominal_inside_ci"] for _ in range(40))
     assert fails >= 24
+
+
+def test_the_figure_states_its_power_and_the_power_is_right():
+    """fails_if_*: the chance the figure fails under intervals too narrow, checked by simulation
+    (pairs with z-statistics of sd `factor`, the figure computed as the table does)."""
+    from scipy.stats import norm
+
+    from driver.tables.twins_rate import power
+
+    n, thr = 24, 0.02
+    rng = np.random.default_rng(5)
+    for factor in (1.5, 2.0):
+        fails = 0
+        for _ in range(600):
+            p = 2 * norm.sf(np.abs(rng.normal(0, factor, n)))
+            row = twins_rate(pd.DataFrame({"p": p}), thr).iloc[0]
+            fails += not row["nominal_inside_ci"]
+        assert fails / 600 == pytest.approx(power(n, thr, factor), abs=0.05)
+    assert power(n, thr, 1.0) < 0.1  # calibrated: it rarely fails
+    row = twins_rate(pd.DataFrame({"p": [0.5] * n}), thr).iloc[0]
+    assert row["fails_if_2x_narrow"] == pytest.approx(power(n, thr, 2.0))
