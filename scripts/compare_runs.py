@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver.stats import calibration, moderated  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
-from driver.tables import bundle  # noqa: E402
-from driver.tables.registry import COMPARISONS  # noqa: E402
+from driver.tables.results import Results  # noqa: E402
 
 # What identifies a comparison row across runs (whichever of these a table has): the envs and
 # the cells on each side. Machine keys are left out, so that two machines can be lined up.
@@ -43,8 +42,11 @@ COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs", "left_cel
 
 
 def tables_folder(path) -> Path:
-    path = Path(path)
-    return path / "tables" if (path / "tables" / "cells.csv").exists() else path
+    return Results(path).folder
+
+
+def _results(folder) -> Results:
+    return folder if isinstance(folder, Results) else Results(folder)
 
 
 def _col(df: pd.DataFrame, name: str, default=math.nan) -> pd.Series:
@@ -58,15 +60,10 @@ def se_from_ci(low, high, level, df) -> np.ndarray:
         return np.log(np.asarray(high, float) / np.asarray(low, float)) / (2 * crit)
 
 
-def load_comparisons(folder: Path, level: float = 0.95) -> pd.DataFrame:
+def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
     parts = []
-    for name in COMPARISONS:
-        if name == "machines":
-            continue
-        path = folder / f"{name}.csv"
-        if not path.exists():
-            continue
-        df = bundle.read_table(path)
+    for name, df in _results(folder).comparisons().items():
+        df = df.copy()
         if df.empty or "verdict" not in df.columns:
             continue
         keys = [k for k in ROW_KEYS if k in df.columns]
@@ -96,8 +93,8 @@ def load_comparisons(folder: Path, level: float = 0.95) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def load_cells(folder: Path) -> pd.DataFrame:
-    cells = bundle.read_table(folder / "cells.csv")
+def load_cells(folder) -> pd.DataFrame:
+    cells = _results(folder).cells()
     cells = cells[cells["status"] == "ok"].copy()
     # a twin cell (machine key <machine>.twin) is matched with its twin, never with its machine's
     machines = cells["machine"] if "machine" in cells.columns else pd.Series("", index=cells.index)
@@ -119,10 +116,9 @@ def _calibrate(both: pd.DataFrame, est_a, est_b, level: float, centre: bool) -> 
 
 def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.10,
                  alpha_eq: float = 0.05, draws: int = 200) -> dict:
-    fa, fb = tables_folder(a), tables_folder(b)
-    for folder in (fa, fb):
-        if not (folder / "cells.csv").exists():
-            raise FileNotFoundError(f"{folder}: no cells.csv (not a results or tables folder)")
+    fa, fb = Results(a), Results(b)
+    for res in (fa, fb):
+        res.cells()  # FileNotFoundError: not a results or tables folder
     ca, cb = load_comparisons(fa, level), load_comparisons(fb, level)
     both = ca.merge(cb, on=["table", "key"], suffixes=("_a", "_b"))
     agree = both["verdict_a"] == both["verdict_b"]
@@ -201,15 +197,22 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
         "moved_cells": [{k: r[k] for k in CELL_KEYS + ["median_s_a", "median_s_b", "t"]}
                         for r in beyond_cells],
         # one machine or two (driver/study/fingerprint.py, from each side's facts.json)
-        "machines": fingerprint.compare_folders(fa, fb),
+        "machines": fingerprint.compare_machines(*(_machines(r) for r in (fa, fb))),
     }
 
 
-def duets_calibration(fa: Path, fb: Path, level: float = 0.95) -> dict:
+def _machines(res: Results) -> dict:
+    """facts.json's machines ({} where the folder has none or it cannot be read)."""
+    try:
+        return res.facts().get("machines") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def duets_calibration(fa, fb, level: float = 0.95) -> dict:
     """The headline's duets (duets.csv) across two runs: rows share no process, so the share
     beyond their combined CIs has the plain binomial CI; and each run's decided rows per mode."""
-    tabs = [bundle.read_table(f / "duets.csv") if (f / "duets.csv").exists() else pd.DataFrame()
-            for f in (fa, fb)]
+    tabs = [_results(f).duets() for f in (fa, fb)]
     decided = {}
     for name, tab in zip("ab", tabs):
         if tab.empty:

@@ -54,7 +54,7 @@ from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import bottom_line  # noqa: E402
 from driver.report.sections import machines as machines_section  # noqa: E402
 from driver.study import layout  # noqa: E402
-from driver.tables import bundle  # noqa: E402
+from driver.tables.results import Results  # noqa: E402
 from tfspeed.versions import version_tuple  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,14 +91,6 @@ def _md(value) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
-def _read_facts(tables: Path) -> dict:
-    path = tables / "facts.json"
-    if not path.is_file():
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
 def results_page(tables, min_effect: float, runs=None) -> str:
     """docs/RESULTS.md from a run's tables folder (cells.csv, the comparison tables, facts.json):
     the report's first screen (the bottom line of driver/report/bottom_line.py and the per-mode
@@ -106,15 +98,13 @@ def results_page(tables, min_effect: float, runs=None) -> str:
     cells that failed or were skipped; with `runs` (run.json documents, scripts/republish.py),
     the runs it comes from and, with several machines, how they compare (the report's "Machines
     compared", driver/report/sections/machines.py). Every figure on it comes from those files."""
-    tables = Path(tables)
-    if not (tables / "cells.csv").is_file():
+    res = Results(tables)
+    if not res.has_cells():
         raise PublishError("no results page: %s has no cells.csv" % tables)
-    # typed (driver/tables/bundle.py) where numbers are read; the verdict counts need text only
-    tabs = bundle.read_tables([tables / ("%s.csv" % name)
-                               for name in ("cells", "tf2_vs_tf1", "frameworks_best")
-                               if (tables / ("%s.csv" % name)).is_file()])
+    # typed (driver/tables/results.py) where numbers are read; the verdict counts need text only
+    tabs = res.tables(("cells", "tf2_vs_tf1", "frameworks_best"))
     cells = tabs["cells"]
-    facts = _read_facts(tables)
+    facts = res.facts()
     first = answer.answer(tabs, min_effect)
     right = tabs["tf2_vs_tf1"]["right_env"].dropna() if "tf2_vs_tf1" in tabs and \
         "right_env" in tabs["tf2_vs_tf1"] else pd.Series(dtype=object)
@@ -171,17 +161,15 @@ def results_page(tables, min_effect: float, runs=None) -> str:
     out += ["", "## Verdicts per comparison", "",
             "| table | rows | first-named faster | second faster | equivalent | inconclusive |",
             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for path in sorted(tables.glob("*.csv")):
-        df, name = pd.read_csv(path, dtype=str, keep_default_na=False), path.stem
+    for name in res.names(cells=True):
+        df = res.raw_table(name)
         if "verdict" not in df.columns:
             continue
         verdicts = df["verdict"].map(answer.norm_verdict).value_counts()
         out.append("| [`%s`](tables/%s.csv) | %d | %d | %d | %d | %d |" % (
             name, name, len(df), verdicts.get(answer.LEFT, 0), verdicts.get(answer.RIGHT, 0),
             verdicts.get(answer.EQUIV, 0), verdicts.get(answer.INCONCL, 0)))
-    compared = machines_section.compare(
-        bundle.read_tables([tables / "tf2_vs_tf1.csv"])["tf2_vs_tf1"]
-        if (tables / "tf2_vs_tf1.csv").is_file() else pd.DataFrame())
+    compared = machines_section.compare(res.table("tf2_vs_tf1"))
     if len(compared["machines"]) > 1:
         out += ["", "## Machines compared", "",
                 "The like-for-like `tf2_vs_tf1` rows on each machine (%s), per mode and API: do "

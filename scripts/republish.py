@@ -302,8 +302,10 @@ def regenerate(docs, out, code_commit=None) -> dict:
         written["PROVENANCE.md"] = out / "PROVENANCE.md"
         return written
     from driver.report.render import render
+    from driver.study import layout
     from driver.tables import aggregate
     from driver.tables.registry import NAMES
+    from driver.tables.results import Results
 
     primary = max(used, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))
     config = _config(primary)
@@ -334,23 +336,21 @@ def regenerate(docs, out, code_commit=None) -> dict:
                             "machine": primary["machine"]},
                 now=now, spike_factor=config["spike_factor"], orders=orders,
                 alpha_equivalence=config["equivalence_alpha"], **extra)
-            tables = {name: Path("results/tables/%s.csv" % name) for name in NAMES}
-            aggregate.write_outputs(result, "results/tables/cells.csv", tables,
-                                    "results/study.xlsx", "results/tables/processes.json",
-                                    "results/tables/facts.json")
-            render(cells_csv="results/tables/cells.csv", tables=[str(p) for p in tables.values()],
-                   processes_json="results/tables/processes.json",
-                   facts_json="results/tables/facts.json",
+            tables = {name: Path(layout.TABLE_PATTERN.format(table=name)) for name in NAMES}
+            aggregate.write_outputs(result, layout.CELLS_CSV, tables, layout.WORKBOOK,
+                                    layout.PROCESSES_JSON, layout.FACTS_JSON)
+            render(cells_csv=layout.CELLS_CSV, tables=[str(p) for p in tables.values()],
+                   processes_json=layout.PROCESSES_JSON, facts_json=layout.FACTS_JSON,
                    template=str(REPO / "report" / "template.html.j2"),
-                   out_html="results/report.html", machine=primary["machine"], config=config,
+                   out_html=layout.REPORT, machine=primary["machine"], config=config,
                    selfbench_path=None, now=now, previous_tables=None)
         fix_workbook_dates(results / "study.xlsx", now)
         (out / TABLES).mkdir(exist_ok=True)
         shutil.copyfile(results / "report.html", out / "index.html")
         shutil.copyfile(results / "study.xlsx", out / "study.xlsx")
         written = {"index.html": out / "index.html", "study.xlsx": out / "study.xlsx"}
-        for path in sorted((results / "tables").glob("*.csv")) + [results / "tables" /
-                                                                   "facts.json"]:
+        written_tables = Results(results)
+        for path in written_tables.paths(cells=True) + [written_tables.facts_path]:
             shutil.copyfile(path, out / TABLES / path.name)
             written["%s/%s" % (TABLES, path.name)] = out / TABLES / path.name
     page = publish.results_page(out / TABLES, float(config["min_effect"]), runs=used)

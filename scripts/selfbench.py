@@ -42,7 +42,6 @@ computed by driver/stats/calibration.py (tests/unit/stats/test_calibration.py pl
 A/A rate and checks that these figures fail it).
 """
 import argparse
-import glob
 import json
 import math
 import os
@@ -63,8 +62,7 @@ from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import duet_rows  # noqa: E402
 from driver.stats import blocks, calibration, moderated, verdicts  # noqa: E402
 from driver.study import layout  # noqa: E402
-from driver.tables import bundle  # noqa: E402
-from driver.tables.registry import COMPARISONS  # noqa: E402
+from driver.tables.results import Results  # noqa: E402
 from tfspeed import timing  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
@@ -103,8 +101,7 @@ def run_study(config, name, fresh=True):
     t = time.monotonic()
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     wall = time.monotonic() - t
-    records = [json.loads(Path(p).read_text())
-               for p in glob.glob(str(workdir / "results" / "cells" / "*" / "*" / "*.json"))]
+    records = Results(workdir / "results").cell_records(ok_only=False)
     return wall, [r for r in records if r["status"] == "ok"]
 
 
@@ -134,10 +131,7 @@ def aa_pairs(records, k, level=0.95):
 def comparison_tables(tables_folder):
     """Each comparison table of the registry that the folder holds (the `machines` table, across
     machines, is not one of a run's comparisons)."""
-    for name in COMPARISONS:
-        path = Path(tables_folder) / f"{name}.csv"
-        if name != "machines" and path.exists():
-            yield bundle.read_table(path)
+    yield from Results(tables_folder).comparisons().values()
 
 
 def study_threshold(tables_folder, q) -> float:
@@ -165,12 +159,7 @@ def mde_75(fit: dict, repeats: int, threshold: float) -> tuple[float, float]:
 
 def run_records(folder) -> list[dict]:
     """The ok cell records of a results folder (<folder>/cells/<machine>/<env>/*.json)."""
-    out = []
-    for path in glob.glob(str(Path(folder) / "cells" / "*" / "*" / "*.json")):
-        rec = json.loads(Path(path).read_text())
-        if rec.get("status") == "ok" and rec.get("samples_s"):
-            out.append(rec)
-    return out
+    return Results(folder).cell_records(ok_only=True)
 
 
 def process_medians(records) -> dict:
@@ -240,9 +229,9 @@ def decision_figures(tables_folder, margin: float) -> dict:
     - headline: per mode, from the duets table, the versions decided and, of the rows within 5 %
       of equal, how many end equivalent (Clopper-Pearson CI).
     """
-    folder = Path(tables_folder)
+    res = Results(tables_folder)
     inside = equivalent = 0
-    for table in comparison_tables(folder):
+    for table in res.comparisons().values():
         if "ratio" not in table.columns or "verdict" not in table.columns:
             continue
         ratio = pd.to_numeric(table["ratio"], errors="coerce")
@@ -252,11 +241,9 @@ def decision_figures(tables_folder, margin: float) -> dict:
                            == answer.EQUIV).sum())
     lo, hi = calibration.clopper_pearson(equivalent, inside)
     graph = {"decided": 0, "versions": 0, "undecided": []}
-    path = folder / "tf2_vs_tf1.csv"
-    duets_path = folder / "duets.csv"
     headline = {}
-    if duets_path.exists():  # the headline from duets (driver/tables/duets.py)
-        duets = bundle.read_table(duets_path)
+    if res.has("duets"):  # the headline from duets (driver/tables/duets.py)
+        duets = res.duets()
         for mode in ("graph", "eager"):
             head = duet_rows(duets, mode)
             decided = head[head["verdict"].map(answer.norm_verdict) != answer.INCONCL]
@@ -270,8 +257,8 @@ def decision_figures(tables_folder, margin: float) -> dict:
                                                                               len(near)))}
         if "graph" in headline:
             graph = {k: headline["graph"][k] for k in ("decided", "versions", "undecided")}
-    elif path.exists():
-        rows = answer.like_for_like(bundle.read_table(path))
+    elif res.has("tf2_vs_tf1"):
+        rows = answer.like_for_like(res.table("tf2_vs_tf1"))
         rows = rows[(rows["mode"] == "graph") & (rows["api"] == "train_on_batch")] \
             if not rows.empty else rows
         head = answer.headline_rows(rows) if not rows.empty else rows

@@ -16,6 +16,7 @@ import pandas as pd
 from driver.report.answer import API_TEXT, MODE_TEXT, headline_rows, like_for_like, norm_verdict
 from driver.report.fmt import col, ncol, num, records, text, version_key
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
+from driver.tables.results import Results
 
 HEADLINE_API = "train_on_batch"
 PREVIOUS_KEY = "previous_results"
@@ -35,9 +36,9 @@ def previous_tables(results, root=".") -> list[str] | None:
         raise ValueError(f"config error at {PREVIOUS_KEY!r}: {str(results)!r} is not a folder "
                          f"(looked for {path}); give an earlier run's results directory or "
                          "null")
-    for folder in (path / "tables", path):
-        if (folder / f"{AGREEMENT_TABLE}.csv").is_file():
-            return sorted(str(p) for p in folder.glob("*.csv"))
+    found = Results(path, marker=AGREEMENT_TABLE)
+    if found.has(AGREEMENT_TABLE):
+        return [str(p) for p in found.paths(cells=True)]
     raise ValueError(f"config error at {PREVIOUS_KEY!r}: {str(results)!r} holds no "
                      f"tables/{AGREEMENT_TABLE}.csv (nor {AGREEMENT_TABLE}.csv): not the results "
                      "directory of a run")

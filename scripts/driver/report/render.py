@@ -24,8 +24,8 @@ import pandas as pd
 from driver.report import sections as section_modules
 from driver.report.data import ReportData
 from driver.report.fmt import text
-from driver.tables import bundle, facts
 from driver.tables.registry import NAMES
+from driver.tables.results import TABLES_DIR, Results, table_file
 from tfspeed.atomic import write_text
 
 log = logging.getLogger("tfspeed.report")
@@ -60,7 +60,7 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
                       "template": section_modules.template_name(m.ID)} for m in MODULES],
         "machine": text(machine),
         "generated": now.strftime("%Y-%m-%d %H:%M UTC"),
-        "table_links": [f"tables/{n}.csv" for n in ["cells", *NAMES]],
+        "table_links": [f"{TABLES_DIR}/{table_file(n)}" for n in ["cells", *NAMES]],
     }
     for mod in MODULES:
         ctx[mod.ID] = _guard(mod.ID, errors, mod.build, data)
@@ -89,13 +89,19 @@ def render(cells_csv, tables, processes_json, facts_json, template, out_html, ma
     """Render the report to `out_html` from aggregation's outputs; returns {"bytes",
     "section_errors", "cells"}. tables: paths named <name>.csv; previous_tables: a previous
     run's, for the bottom line's agreement line."""
-    cells = bundle.read_table(cells_csv)
-    tabs = bundle.read_tables(tables)
-    samples = facts.read_samples(processes_json)
-    study = facts.read_facts(facts_json)
-    previous = bundle.read_tables(previous_tables) if previous_tables else None
-    ctx = build_context(cells, tabs, samples, study, machine, config, selfbench_path, now,
-                        previous)
+    results = Results.from_files(cells_csv, tables, processes_json, facts_json)
+    previous = Results.from_files(tables=previous_tables) if previous_tables else None
+    return render_results(results, template, out_html, machine, config, selfbench_path, now,
+                          previous)
+
+
+def render_results(results: Results, template, out_html, machine, config, selfbench_path=None,
+                   now=None, previous: Results | None = None) -> dict:
+    """Render the report to `out_html` from a results folder (driver/tables/results.py);
+    `previous`: a previous run's, for the bottom line's agreement line."""
+    ctx = build_context(results.cells(), results.tables(), results.samples(), results.facts(),
+                        machine, config, selfbench_path, now,
+                        previous.tables(cells=True) if previous is not None else None)
     html = render_html(ctx, template)
     write_text(str(out_html), html)
     size = len(html.encode("utf-8"))

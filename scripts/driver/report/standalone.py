@@ -4,31 +4,20 @@ the golden fixtures), without a study run: `python -m driver.report.standalone T
 processes.json / facts.json, and left empty otherwise (no stem plots, no environments)."""
 import argparse
 import json
-import tempfile
 from pathlib import Path
 
-from driver.report.render import render
+from driver.report.render import render_results
+from driver.tables.results import Results
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def render_folder(tables, out_html, previous=None, machine="", config=None) -> dict:
-    folder = Path(tables)
-    csvs = sorted(str(p) for p in folder.glob("*.csv") if p.name != "cells.csv")
-    with tempfile.TemporaryDirectory() as tmp:
-        extra = {}
-        for name in ("processes", "facts"):
-            path = folder / f"{name}.json"
-            if not path.exists():
-                path = Path(tmp) / f"{name}.json"
-                path.write_text(json.dumps({}))
-            extra[name] = str(path)
-        prev = sorted(str(p) for p in Path(previous).glob("*.csv")) if previous else None
-        return render(cells_csv=str(folder / "cells.csv"), tables=csvs,
-                      processes_json=extra["processes"], facts_json=extra["facts"],
-                      template=str(REPO / "report" / "template.html.j2"), out_html=str(out_html),
-                      machine=machine or folder.name, config=config or {},
-                      previous_tables=prev)
+    results = Results(tables)
+    return render_results(results, template=str(REPO / "report" / "template.html.j2"),
+                          out_html=str(out_html), machine=machine or Path(tables).name,
+                          config=config or {},
+                          previous=Results(previous) if previous else None)
 
 
 def main(argv=None) -> int:
