@@ -9,9 +9,9 @@
                                `<!-- end generated -->` (the axes and their values, from
                                scripts/tfspeed/cells.py); the prose around them is written by hand
 
-    docs/reference/presets.md  with `--presets` (a Snakemake dry run per study: about ten seconds
-                               each): the default study, the quick preset and presets/*.yaml, each
-                               with the jobs its plan holds
+    docs/reference/presets.md  with `--presets`: the default study, the quick preset and
+                               presets/*.yaml, each with the jobs its plan holds (the study plan,
+                               scripts/driver/study/plan.py, counts them as `snakemake -n` does)
 
 `--check` writes nothing and exits 1 naming every page that is not what the code gives
 (tests/unit/docs/test_reference_docs.py runs it; tests/e2e/test_presets_page.py with --presets)."""
@@ -19,9 +19,7 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -172,21 +170,26 @@ def study_files() -> list:
                for p in sorted((REPO / "presets").glob("*.yaml"))])
 
 
+def study_config(configfile=None) -> dict:
+    """The config Snakemake runs a study with: config.yaml, the study file laid over it (mappings
+    merge key by key, lists and values replace), then checked against the schema, which fills
+    the defaults."""
+    from snakemake.utils import update_config, validate
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8")) or {}
+    if configfile:
+        update_config(config, yaml.safe_load((REPO / configfile).read_text(encoding="utf-8")) or {})
+    validate(config, str(REPO / "schemas" / "config.schema.yaml"))
+    return config
+
+
 def planned_jobs(configfile) -> dict:
-    """Job name -> count in the study's plan (`snakemake -n`, in an empty directory: nothing is
-    done yet, so every job of the plan is listed; allocation's extra rounds are not)."""
-    snakemake = Path(sys.executable).with_name("snakemake")
-    with tempfile.TemporaryDirectory() as work:
-        cmd = [str(snakemake), "-n", "--quiet", "rules", "--directory", work,
-               "--snakefile", str(REPO / "Snakefile")]
-        if configfile:
-            cmd += ["--configfile", str(REPO / configfile)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(REPO))
-    if out.returncode != 0:
-        raise SystemExit("snakemake -n %s failed:\n%s" % (configfile or "", out.stderr[-2000:]))
-    table = out.stdout.split("Job stats:")[-1]
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
+    """Job name -> count of the jobs that the study's plan (scripts/driver/study/plan.py) holds:
+    `run_cell`, `run_duet`, `build_env`, as `snakemake -n` lists them in an empty directory
+    (nothing is done yet; allocation's extra rounds are not planned yet)."""
+    from driver.study.plan import StudyPlan
+
+    return StudyPlan(study_config(configfile), REPO).job_counts()
 
 
 def _summary(configfile) -> str:
@@ -206,16 +209,18 @@ def presets_page() -> str:
            "# Studies and their size", "",
            "What each study plans, counted by Snakemake's own dry run in an empty directory: "
            "`run_cell` is the cell processes (cells x `repeats`, twins included; allocation's "
-           "extra rounds come on top, within config `allocation.budget_s`), `build_env` the envs "
-           "it builds. Run one with `snakemake --configfile <file> --directory build/<name>`; "
+           "extra rounds come on top, within config `allocation.budget_s`), `run_duet` the "
+           "headline's duets (duets x `duets.replicates`), `build_env` the envs it builds. "
+           "Run one with `snakemake --configfile <file> --directory build/<name>`; "
            "`snakemake -n` prints the same plan. What a study cost where it was run: the "
            "[run notes](../runs/README.md).", "",
-           "| study | what it is | cell processes | envs |", "| --- | --- | ---: | ---: |"]
+           "| study | what it is | cell processes | duets | envs |",
+           "| --- | --- | ---: | ---: | ---: |"]
     for name, configfile in study_files():
         jobs = planned_jobs(configfile)
         link = "[`%s`](../../%s)" % (name, configfile or "config.yaml")
-        out.append("| %s | %s | %d | %d |" % (link, _summary(configfile), jobs.get("run_cell", 0),
-                                              jobs.get("build_env", 0)))
+        out.append("| %s | %s | %d | %d | %d |" % (link, _summary(configfile), jobs["run_cell"],
+                                                   jobs["run_duet"], jobs["build_env"]))
     return "\n".join(out) + "\n"
 
 
@@ -246,7 +251,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     parser.add_argument("--presets", action="store_true",
-                        help="also docs/reference/presets.md (a Snakemake dry run per study)")
+                        help="also docs/reference/presets.md (each study's plan)")
     args = parser.parse_args(argv)
     stale = []
     for path, text in pages(args.presets).items():

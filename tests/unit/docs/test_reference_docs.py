@@ -72,3 +72,26 @@ def test_tables_page_lists_every_column():
     page = reference_docs.tables_page()
     for col in columns.COLUMNS.values():
         assert "| `%s` | %s |" % (col.name, col.type) in page
+
+
+def test_presets_page_is_current():
+    """Each study's row comes from its plan (driver/study/plan.py), no dry run: cheap enough to
+    check here; tests/unit/study/test_plan.py holds the plans to what `snakemake -n` lists."""
+    from tfspeed import models
+
+    saved = models.snapshot()  # own_model.yaml registers its models
+    try:
+        assert reference_docs.main(["--check", "--presets"]) == 0, "run `make reference`"
+        jobs = reference_docs.planned_jobs("presets/fidelity_check.yaml")
+    finally:
+        models.restore(saved)
+    # three cells (tf1.14, tf2.0, tf2.21) in six processes each, no twins, no duets: the preset
+    assert jobs == {"run_cell": 18, "run_duet": 0, "build_env": 3}
+
+
+def test_a_study_file_is_laid_over_the_default_config():
+    default = reference_docs.study_config()
+    quick = reference_docs.study_config("tests/quick.yaml")
+    assert default["repeats"] > 1 and quick["repeats"] == 1  # the study file's value wins
+    assert quick["order"] == default["order"]  # config.yaml's, where the study file is silent
+    assert quick["stop"]["target_rel"] == default["stop"]["target_rel"]  # mappings merge

@@ -1,0 +1,264 @@
+"""The study plan (driver/study/plan.py): config checks name their key, and a plan holds the jobs
+Snakemake's dry run of the same study lists (the counts below are `snakemake -n` in an empty
+directory, recorded when the plan left rules/common.smk; docs/reference/presets.md shows them)."""
+import copy
+import functools
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import reference_docs
+
+from driver.study import layout, order
+from driver.study.plan import ConfigError, StudyPlan
+from tfspeed import cells as tfcells
+from tfspeed import models
+
+REPO = Path(__file__).resolve().parents[3]
+
+# study file -> (run_cell, run_duet, build_env) as `snakemake -n --quiet rules` lists them
+DRY_RUN = {
+    None: (636, 200, 27),
+    "tests/quick.yaml": (71, 6, 4),
+    "presets/cnn_inference.yaml": (63, 28, 5),
+    "presets/fidelity_check.yaml": (18, 0, 3),
+    "presets/headline.yaml": (112, 300, 26),
+    "presets/own_model.yaml": (126, 0, 6),
+    "presets/seed_full.yaml": (960, 32, 5),
+    "presets/seed_large.yaml": (96, 20, 3),
+    "presets/seed_systems.yaml": (621, 200, 27),
+}
+
+
+@pytest.fixture(autouse=True)
+def _registrations():
+    """A plan registers config `models` and `data` with tfspeed.models: put them back after."""
+    saved = models.snapshot()
+    yield
+    models.restore(saved)
+
+
+@functools.lru_cache(maxsize=None)
+def _config(configfile=None):
+    return reference_docs.study_config(configfile)
+
+
+def config(configfile=None, **changes):
+    """The study's config as Snakemake has it (defaults filled), a fresh copy, top keys changed."""
+    out = copy.deepcopy(_config(configfile))
+    out.update(changes)
+    return out
+
+
+def error(cfg, repo=REPO) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        StudyPlan(cfg, repo)
+    assert str(info.value) == "config error at '%s': %s" % (info.value.key, info.value.message)
+    return info.value
+
+
+# ---------------------------------------------------------------------------------- sizes
+
+@pytest.mark.parametrize("configfile", sorted(DRY_RUN, key=str))
+def test_job_counts_are_the_dry_runs(configfile):
+    counts = StudyPlan(config(configfile), REPO).job_counts()
+    assert (counts["run_cell"], counts["run_duet"], counts["build_env"]) == DRY_RUN[configfile]
+
+
+def test_every_study_file_is_counted():
+    """A new preset gets its dry-run numbers here (and docs/reference/presets.md its row)."""
+    assert {f for _, f in reference_docs.study_files()} == set(DRY_RUN)
+
+
+def test_default_study_is_cells_times_repeats_plus_twins_and_duets_times_replicates():
+    cfg = config()
+    plan = StudyPlan(cfg, REPO)
+    assert len(plan.twins) == cfg["twins"] > 0
+    assert (len(plan.cells) + len(plan.twins)) * cfg["repeats"] == 636
+    assert len(plan.duets) * cfg["duets"]["replicates"] == 200
+    assert len(plan.first_round_slots()) == len(plan.cells) + len(plan.twins)
+    assert [s.twin for s in plan.first_round_slots()] == \
+        [False] * len(plan.cells) + [True] * len(plan.twins)
+    assert plan.extra_rounds == cfg["allocation"]["max_repeats"] - cfg["repeats"]
+
+
+def test_quick_study_is_its_grid_once():
+    cfg = config("tests/quick.yaml")
+    plan = StudyPlan(cfg, REPO)
+    assert cfg["repeats"] == 1 and plan.twins == [] and plan.extra_rounds == 0
+    assert len(plan.cells) == 71
+    assert len(plan.duets) * cfg["duets"]["replicates"] == 6
+    assert {e for e, _ in plan.cells} == set(cfg["envs"])
+
+
+def test_conda_plans_no_duets_and_builds_no_venv():
+    plan = StudyPlan(config("tests/quick.yaml"), REPO, conda=True)
+    assert plan.duets == [] and plan.duet_files("m") == []
+    assert plan.job_counts() == {"run_cell": 71, "run_duet": 0, "build_env": 0}
+
+
+# ---------------------------------------------------------------------------------- checks
+
+def test_unknown_env_names_envs():
+    err = error(config(envs=["tf1.14", "tf9.99"]))
+    assert err.key == "envs" and "'tf9.99'" in err.message and "tf2.21" in err.message
+
+
+def test_no_env_matching_names_envs(tmp_path):
+    (tmp_path / "none").mkdir()
+    err = error(config(env_dirs=["none"]), repo=tmp_path)
+    assert err.key == "envs" and "no env files" in err.message
+
+
+def test_env_folder_that_is_not_one_names_env_dirs():
+    err = error(config(env_dirs=["envs", "envz"]))
+    assert err.key == "env_dirs" and "'envz'" in err.message
+
+
+def test_env_defined_twice_names_env_dirs(tmp_path):
+    (tmp_path / "more").mkdir()
+    shutil.copy(REPO / "envs" / "tf1.14.yaml", tmp_path / "more" / "tf1.14.yaml")
+    err = error(config(env_dirs=["envs", str(tmp_path / "more")]))
+    assert err.key == "env_dirs" and "'tf1.14' is defined twice" in err.message
+
+
+def test_reference_outside_the_study_names_reference_env():
+    err = error(config(envs=["tf2.0", "tf2.21"], reference_env="tf1.14"))
+    assert err.key == "reference_env" and "'tf1.14'" in err.message
+
+
+def test_unpinned_package_names_package_sources_packages():
+    cfg = config()
+    cfg["package_sources"] = dict(cfg["package_sources"], packages=["torch", "nopkg"])
+    err = error(cfg)
+    assert err.key == "package_sources.packages" and "'nopkg'" in err.message
+
+
+def test_min_above_max_names_stop_min_samples():
+    cfg = config()
+    cfg["stop"] = dict(cfg["stop"], min_samples=cfg["stop"]["max_samples"] + 1)
+    assert error(cfg).key == "stop.min_samples"
+
+
+def _grid_error(change, **top):
+    cfg = config(**top)
+    grid = copy.deepcopy(cfg["grids"][0])
+    grid.update(change)
+    cfg["grids"] = [grid]
+    return error(cfg)
+
+
+def test_grid_name_used_twice_names_the_grid():
+    cfg = config()
+    cfg["grids"] = [cfg["grids"][0], dict(cfg["grids"][0])]
+    err = error(cfg)
+    assert err.key == "grids[1] (factors).name" and "used twice" in err.message
+
+
+def test_grid_env_outside_the_study_names_the_grids_envs():
+    err = _grid_error({"envs": ["tf2.0"]}, envs=["tf1.14", "tf2.21"])
+    assert err.key == "grids[0] (factors).envs" and "'tf2.0'" in err.message
+
+
+@pytest.mark.parametrize("pairs, words", [
+    ([["huge", "small"]], ["unknown model 'huge'"]),
+    ([["small", "huge"]], ["unknown data 'huge'"]),
+    ([["small", "small"], ["small", "small"]], ["listed twice"]),
+    ([["large", "small"]], ["'large'", "cannot take data"]),
+    ([["fault_segfault", "small"]], ["allow_fault_models", "fault_segfault"]),
+])
+def test_bad_pair_names_the_grids_pairs(pairs, words):
+    err = _grid_error({"pairs": pairs})
+    assert err.key == "grids[0] (factors).pairs"
+    for word in words:
+        assert word in err.message
+
+
+def test_fault_model_allowed_plans():
+    cfg = config(allow_fault_models=True)
+    cfg["grids"] = [dict(cfg["grids"][0], pairs=[["fault_segfault", "small"]])]
+    assert StudyPlan(cfg, REPO).cells
+
+
+def test_bad_user_model_names_its_key():
+    cfg = config("presets/own_model.yaml")
+    name = next(iter(cfg["models"]))
+    cfg["models"][name] = dict(cfg["models"][name], layers=[["nolayer", 3]])
+    err = error(cfg)
+    assert err.key.startswith("models.%s" % name), err.key
+
+
+def test_grids_without_a_cell_names_grids():
+    err = _grid_error({"envs": ["tf1.14"], "keras": ["keras3"]})
+    assert err.key == "grids" and "no cell" in err.message
+
+
+# ---------------------------------------------------------------------------------- what it holds
+
+def test_stop_rule_from_config():
+    cfg = config("tests/quick.yaml")
+    plan = StudyPlan(cfg, REPO)
+    rule = plan.stop_rule("small", "fit_epoch")
+    assert rule["kind"] == "fixed" and rule["iterations"] == 12
+    assert rule["steps_per_call"] == cfg["fit_epoch_steps"]
+    assert "steps_per_call" not in plan.stop_rule("small", "fit")
+    cfg["stop"] = dict(cfg["stop"], iterations="seed")
+    plan = StudyPlan(cfg, REPO)
+    assert plan.stop_rule("small")["iterations"] == models.SEED_ITERATIONS["small"]
+
+
+def test_params_of_a_cell():
+    plan = StudyPlan(config("tests/quick.yaml"), REPO)
+    env, cell = next((e, c) for e, c in plan.cells if c["model"] == "small")
+    cid = tfcells.cell_id(cell)
+    assert json.loads(plan.cell_params(cid)) == tfcells.parse_cell_id(cid)
+    assert json.loads(plan.rule_params(cid)) == plan.stop_rule(cell["model"], cell["api"])
+    assert plan.env_file(env) == str(REPO / "envs" / ("%s.yaml" % env))
+
+
+def test_user_model_cell_carries_its_spec():
+    plan = StudyPlan(config("tests/quick.yaml"), REPO)
+    user = [c for _, c in plan.cells if c["model"] == "q_rnn"]
+    assert user, "the quick preset times its own models"
+    params = json.loads(plan.cell_params(tfcells.cell_id(user[0])))
+    assert "q_rnn" in params["spec"]["models"]
+
+
+def test_probe_cells_are_matmul_then_the_small_model():
+    plan = StudyPlan(config("tests/quick.yaml"), REPO)
+    items = json.loads(plan.probe_cells())
+    assert [i["cell"]["model"] for i in items] == ["matmul", "small"]
+
+
+def test_round_files_and_extra_rounds():
+    cfg = config("tests/quick.yaml", repeats=2)
+    cfg["allocation"] = dict(cfg["allocation"], budget_s=100, max_repeats=4)
+    plan = StudyPlan(cfg, REPO)
+    env, cell = plan.cells[0]
+    chosen = plan.chosen_slots([[env, tfcells.cell_id(cell)], [env, tfcells.cell_id(cell), "twin"],
+                                [env, "gone-cell.none.eager.fit.numpy.cpu"]])
+    assert chosen == [order.Slot(env, tfcells.cell_id(cell)),
+                      order.Slot(env, tfcells.cell_id(cell), True)]
+
+    def slots_of(machine, rep):  # round 2 picks two slots, round 3 none
+        return plan.first_round_slots() if rep < 2 else chosen if rep == 2 else []
+
+    files = plan.cell_files("m", slots_of)
+    assert len(files) == 2 * len(plan.cells) + 2
+    assert files[-2:] == [layout.cell_path("m", env, cell, 2),
+                          layout.cell_path(layout.twin_key("m"), env, cell, 2)]
+    assert plan.order_files("m", slots_of) == [layout.order_path("m", r) for r in range(3)]
+    ordered, position = plan.round_order(chosen, 2)
+    assert sorted(ordered) == sorted(chosen) and sorted(position.values()) == [0, 1]
+
+
+def test_duets_in_their_planned_order():
+    cfg = config("tests/quick.yaml")
+    plan = StudyPlan(cfg, REPO)
+    files = plan.duet_files("m")
+    assert len(files) == len(plan.duets) * cfg["duets"]["replicates"] == len(plan.duet_priority)
+    d = plan.duets[0]
+    params = plan.duet_params(d.env, d.cell_id)
+    assert params["reference_env"] == cfg["reference_env"]
+    assert json.loads(params["rule"]) == plan.stop_rule(d.cell["model"], d.cell["api"])
