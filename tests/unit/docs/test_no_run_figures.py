@@ -60,7 +60,6 @@ ALLOWED = {
     ("scripts/tfspeed/machine.py", "0.5 s"): "worked example of the tick arithmetic",
     ("scripts/driver/stats/drift.py", "0.3 %"): "the effect size the rule is built to ignore",
     ("scripts/tfspeed/stats.py", "0.3 %"): "the effect size the rule is built to ignore",
-    ("scripts/driver/tables/twins_rate.py", "24 pairs"): "the default design's twin count",
 }
 
 
