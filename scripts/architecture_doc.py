@@ -25,6 +25,14 @@ The workflow's top level: `Snakefile` (includes `rules/*.smk`), `config.yaml` (c
 `rules/envs/driver.yaml` (the workflow's own env, for `--sdm conda`), `scripts/` (below),
 `report/` (the report's templates, style and script), `results/` (what a study writes), `tests/`.
 
+**What a study holds is one Python object**, `StudyPlan` of `scripts/driver/study/plan.py`: the env
+specs, the config checks that span several keys (each error names its key), the cells, the twins,
+the first rounds' slots, the probe's cells, each cell's stopping rule and the headline's duets.
+`rules/common.smk` builds it once and wraps it in the input, params and priority functions the
+rules call (the checkpoints, `ancient` and wildcards stay there); `scripts/reference_docs.py`
+counts each preset's jobs with it and `tests/unit/study/test_plan.py` checks configs without
+Snakemake.
+
 Two packages run on two sides of one boundary:
 
 - `scripts/tfspeed/` runs **inside every framework env** (Python 3.7+, standard library and numpy
