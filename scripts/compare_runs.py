@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver.stats import calibration, moderated  # noqa: E402
+from driver.stats import calibration, moderated, verdicts  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
 from driver.tables.results import Results  # noqa: E402
 
@@ -37,7 +37,7 @@ from driver.tables.results import Results  # noqa: E402
 # the cells on each side. Machine keys are left out, so that two machines can be lined up.
 ROW_KEYS = ["env", "left_env", "right_env", "left_cell_id", "right_cell_id"]
 CELL_KEYS = ["env", "cell_id", "twin"]
-DECIDED = {"left_faster", "right_faster"}
+DECIDED = set(verdicts.DECIDED)
 COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
 
 
@@ -219,7 +219,8 @@ def duets_calibration(fa, fb, level: float = 0.95) -> dict:
             continue
         for mode, part in tab.groupby("mode"):
             decided.setdefault(mode, {})[name] = {
-                "decided": int(part["verdict"].isin(sorted(DECIDED) + ["equivalent"]).sum()),
+                "decided": int(part["verdict"].isin([*verdicts.DECIDED,
+                                                     verdicts.EQUIVALENT]).sum()),
                 "rows": int(len(part))}
     if any(t.empty for t in tabs):
         return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,

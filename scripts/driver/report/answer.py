@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
-from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER, verdict_word
 from driver.tables import labels
 from driver.tables.ordering import AXIS_ORDER
 
@@ -113,11 +113,12 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
     parts = [f"within {min_effect:.0%} of {reference} in {n_eq} of {n} version"
              f"{'s' if n != 1 else ''}"]
     if slower:
-        parts.append(f"slower in {len(slower)} ({_span(slower)}x {reference}'s step time)")
+        parts.append(f"{verdict_word(RIGHT)} in {len(slower)} ({_span(slower)}x "
+                     f"{reference}'s step time)")
     if faster:
-        parts.append(f"faster in {len(faster)} ({_span(faster)}x as fast)")
+        parts.append(f"{verdict_word(LEFT)} in {len(faster)} ({_span(faster)}x as fast)")
     if n_inc:
-        parts.append(f"undecided in {n_inc} (the CI is too wide to tell)")
+        parts.append(f"{verdict_word(INCONCL)} in {n_inc} (the CI is too wide to tell)")
     what = f"{MODE_TEXT.get(mode, mode)}, {API_TEXT.get(api, api)}"
     standin = [_version_of(r) for r in records(head) if bool(r.get("standin"))]
     note = (f"TF {standin[0]}{'–' + standin[-1] if len(standin) > 1 else ''}: tf_keras (the "

@@ -15,7 +15,7 @@ import pandas as pd
 
 from driver.report.answer import API_TEXT, MODE_TEXT, headline_rows, like_for_like, norm_verdict
 from driver.report.fmt import col, ncol, num, records, text, version_key
-from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
+from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER, verdict_word
 from driver.tables.results import Results
 
 HEADLINE_API = "train_on_batch"
@@ -91,11 +91,12 @@ def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: fl
             parts.append(f"{'the others are' if slow else 'every version is'} faster {at}")
         else:
             parts.append(f"{who} is more than {_pct_slower(worst)} slower {at}")
-    tally = [f"{k} {w}" for k, w in ((n_slow, "slower"), (n_fast, "faster"),
-                                     (n_eq, "equivalent")) if k]
+    tally = [f"{k} {verdict_word(v)}" for k, v in ((n_slow, RIGHT_FASTER),
+                                                  (n_fast, LEFT_FASTER), (n_eq, EQUIVALENT))
+             if k]
     n_und = n - n_slow - n_fast - n_eq
     if n_und:
-        tally.append(f"{n_und} undecided")
+        tally.append(f"{n_und} {verdict_word(INCONCLUSIVE)}")
     cls = "slower" if n_slow > n / 2 else "faster" if n_fast > n / 2 else "mixed"
     if np.isfinite(high).any() and float(np.nanmax(high)) <= 1.0:
         cls = "faster"
@@ -211,11 +212,9 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
     bits = []
     for r in rows:
         ratio = num(r.get("ratio"))
-        v = norm_verdict(r.get("verdict"))
-        word = ("slower" if v == RIGHT_FASTER else "faster" if v == LEFT_FASTER
-                else "equivalent" if v == EQUIVALENT else "undecided")
+        said = verdict_word(norm_verdict(r.get("verdict")))
         bits.append(f"{text(r.get('left_family'), text(r.get('left_framework')))} "
-                    f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({word})")
+                    f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({said})")
     ref = rows[0]
     tf = (f"TensorFlow's best {num(ref.get('right_median_s')) * 1e3:,.1f} ms "
           f"(TF {text(ref.get('right_framework_version'))} {text(ref.get('right_mode'))} "

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from driver.stats.verdicts import INCONCLUSIVE, words
 from driver.tables.bundle import num, text  # noqa: F401 - the report's modules read them here
 from tfspeed.versions import sort_key
 
@@ -77,7 +78,7 @@ def pct_cell(row) -> dict:
            f"{fmt_ratio(row.get('ratio_ci_high'))}]; p {fmt_p(row.get('p'))}, BH-adjusted "
            f"{fmt_p(row.get('p_adjusted'))}; {text(row.get('verdict'), 'no verdict')}")
     verdict = text(row.get("verdict")).lower().replace(" ", "_")
-    mark = "" if sig else " ≈" if verdict == "equivalent" else " ?"
+    mark = "" if sig else (words(verdict).mark or words(INCONCLUSIVE).mark)
     out = cell(fmt_pct(p) + mark, cls, v=p, title=tip)
     out["sub"] = f"{fmt_ms(row.get('left_median_s'))} / {fmt_ms(row.get('right_median_s'))} ms"
     return out
@@ -97,11 +98,6 @@ def ratio_text(ratio, pct=None) -> str:
     word = "slower" if r > 1 else "faster"
     big = max(r, 1 / r)
     return f"{big:,.{1 if big >= 10 else 2}f}x {word} ({p:+,.0f} %)"
-
-
-# One verdict vocabulary, from the left side's point of view.
-VERDICT_WORDS = {"left_faster": "faster", "right_faster": "slower", "equivalent": "equivalent",
-                 "inconclusive": "undecided"}
 
 
 def records(df: pd.DataFrame) -> list[dict]:

@@ -11,14 +11,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from driver.report.figures import fig_svg, plain_log_axis
 from driver.report.fmt import col, ncol, records, text
+from driver.stats.verdicts import verdict_word, words
 from driver.tables.ordering import AXIS_ORDER
 
-VERDICT_STYLE = {  # colour, marker, legend text (from TF 2's side: left = TF 2)
-    "right_faster": ("#a12622", "o", "TF 2 slower"),
-    "left_faster": ("#1e7b34", "o", "TF 2 faster"),
-    "equivalent": ("#1f4e99", "D", "equivalent"),
-    "inconclusive": ("#5f6672", "s", "undecided"),
-}
+SUBJECT = "TF 2"  # the left side of every forest row: a verdict's words name it
 
 
 def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
@@ -33,7 +29,7 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     ax.axvline(1.0, color="#333", linewidth=0.8)
     xs = []
     for i, r in enumerate(rows):
-        colour, marker, _ = VERDICT_STYLE.get(r["verdict"], VERDICT_STYLE["inconclusive"])
+        colour, marker = words(r["verdict"]).colour, words(r["verdict"]).marker
         if not (math.isnan(r["lo"]) or math.isnan(r["hi"])):
             ax.hlines(i, r["lo"], r["hi"], color=colour, linewidth=1.6)
             xs += [r["lo"], r["hi"]]
@@ -69,8 +65,8 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     heads = [r for r in rows if r["head"] and not math.isnan(r["ratio"])]
     counts = {}
     for r in heads:
-        word = VERDICT_STYLE.get(r["verdict"], VERDICT_STYLE["inconclusive"])[2]
-        counts[word] = counts.get(word, 0) + 1
+        said = verdict_word(r["verdict"], SUBJECT)
+        counts[said] = counts.get(said, 0) + 1
     finding = ""
     if heads:
         ratios = [r["ratio"] for r in heads]

@@ -11,6 +11,7 @@ Keras flavour on both sides; no matmul) count.
 from driver.report.answer import row_kind
 from driver.report.fmt import num, records, text
 from driver.stats import verdicts
+from driver.stats.verdicts import verdict_word as say
 from tfspeed.versions import version_tuple
 
 MINOR_FACTOR = 1.25  # a "minor" improvement: less than this many times as fast
@@ -66,9 +67,12 @@ def _evidence(rows: list[dict], c: dict) -> str:
     slow = [num(r.get("ratio")) for r in rows if text(r.get("verdict")) == verdicts.RIGHT_FASTER]
     parts = [f"{len(rows)} comparison{'s' if len(rows) != 1 else ''} of "
              f"{text(rows[0].get('left_env'))} with {', '.join(against)}",
-             f"faster in {c['faster']}" + (f" ({_span(speed)} as fast)" if speed else ""),
-             f"slower in {c['slower']}" + (f" ({_span(slow)} the time)" if slow else ""),
-             f"equivalent in {c['equivalent']}", f"undecided in {c['undecided']}"]
+             f"{say(verdicts.LEFT_FASTER)} in {c['faster']}"
+             + (f" ({_span(speed)} as fast)" if speed else ""),
+             f"{say(verdicts.RIGHT_FASTER)} in {c['slower']}"
+             + (f" ({_span(slow)} the time)" if slow else ""),
+             f"{say(verdicts.EQUIVALENT)} in {c['equivalent']}",
+             f"{say(verdicts.INCONCLUSIVE)} in {c['undecided']}"]
     return "; ".join(parts)
 
 

@@ -60,14 +60,15 @@ def _config(r: dict) -> str:
 def _change_row(r: dict) -> list[dict]:
     ratio = num(r.get("ratio"))  # later / earlier
     v = text(r.get("verdict"))
+    cls = verdicts.words(v).cls
     if v == verdicts.LEFT_FASTER:
-        what, cls = f"{1 / ratio:.2f}x as fast", "pos"
+        what = f"{1 / ratio:.2f}x as fast"
     elif v == verdicts.RIGHT_FASTER:
-        what, cls = f"{ratio:.2f}x the time", "neg"
+        what = f"{ratio:.2f}x the time"
     elif v == verdicts.EQUIVALENT:
-        what, cls = "no change (equivalent)", ""
+        what = f"no change ({verdicts.verdict_word(v)})"
     else:
-        what, cls = "undecided", "ns"
+        what = verdicts.verdict_word(v)
     skipped = int(num(r.get("releases_skipped")) or 0)
     since = text(r.get("right_env")) + (f" ({skipped} version{'s' if skipped != 1 else ''} "
                                         "without it between)" if skipped else "")

@@ -84,7 +84,7 @@ def neighbours(tabs: dict, spec: dict) -> list[dict]:
             v = norm_verdict(r.get("verdict"))
             outcome = {LEFT: "faster" if left else "slower",
                        RIGHT: "slower" if left else "faster",
-                       EQUIV: "equivalent", INCONCL: "inconclusive"}[v]
+                       EQUIV: "equivalent", INCONCL: INCONCL}[v]
             other = text(r.get("right_" + factor if left else "left_" + factor))
             out.append({"table": name, "factor": factor, "other": other, "speedup": speedup,
                         "outcome": outcome, "env": text(r.get("env"))})

@@ -8,12 +8,9 @@ import math
 import pandas as pd
 
 from driver.report.fmt import cell, fmt_pct, num, records, text
+from driver.stats.verdicts import DECIDED, INCONCLUSIVE, words
 from driver.tables.labels import API
 from driver.tables.source_layout import BLOCK, NOTE, VERDICT_PREFIX, seed_view
-
-# How the report marks a % by its comparison's verdict: CSS class suffix, text suffix.
-VERDICT_MARK = {"left_faster": ("", ""), "right_faster": ("", ""),
-                "equivalent": (" ns", " ≈"), "inconclusive": (" ns", " ?")}
 
 
 def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list) -> list[dict]:
@@ -41,8 +38,11 @@ def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list)
                 elif math.isnan(v):
                     row.append(cell("–", "na"))
                 else:
-                    verdict = text(r.get(VERDICT_PREFIX + c), "inconclusive")
-                    extra, mark = VERDICT_MARK.get(verdict, VERDICT_MARK["inconclusive"])
+                    # a % whose comparison called no direction: muted, and marked as its
+                    # verdict is (driver/stats/verdicts.py: WORDS)
+                    verdict = text(r.get(VERDICT_PREFIX + c), INCONCLUSIVE)
+                    extra = "" if verdict in DECIDED else " ns"
+                    mark = words(verdict).mark
                     cls = ("pos" if v > 0 else "neg" if v < 0 else "zero") + extra
                     row.append(cell(fmt_pct(v) + mark, cls, v=v, title=verdict))
             rows.append(row)

@@ -12,6 +12,7 @@ import pandas as pd
 from driver.report.answer import norm_verdict, row_kind
 from driver.report.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
 from driver.report.views import comparison_view
+from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER, words
 from driver.tables.registry import BY_NAME, COMPARISONS, REGISTRY
 
 # Shown by best_vs_best, above the one-factor tables.
@@ -85,14 +86,15 @@ def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
     for r in records(table):
         ratio, fam = num(r.get("ratio")), text(r.get("left_family"))
         v = norm_verdict(r.get("verdict"))
-        if v == "left_faster":
-            win, cls = f"{fam}, {1 / ratio:.2f}x as fast", "pos"
-        elif v == "right_faster":
-            win, cls = f"TensorFlow, {ratio:.2f}x as fast", "neg"
-        elif v == "equivalent":
-            win, cls = f"neither (within {min_effect:.0%})", ""
+        cls = words(v).cls
+        if v == LEFT_FASTER:
+            win = f"{fam}, {1 / ratio:.2f}x as fast"
+        elif v == RIGHT_FASTER:
+            win = f"TensorFlow, {ratio:.2f}x as fast"
+        elif v == EQUIVALENT:
+            win = f"neither (within {min_effect:.0%})"
         else:
-            win, cls = "undecided", "ns"
+            win = words(v).word
         where = " · ".join(text(r.get(c)) for c in ("model", "data", "device", "task"))
         lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
         out.append([cell(where), cell(fam), cell(_label(r, "left")),

@@ -15,7 +15,6 @@ from driver.report.figures import (
     stability_grid,
 )
 from driver.report.fmt import (
-    VERDICT_WORDS,
     cell,
     col,
     config_label,
@@ -32,6 +31,7 @@ from driver.report.fmt import (
     text,
     version_key,
 )
+from driver.stats.verdicts import INCONCLUSIVE, WORDS, words
 from driver.tables.ordering import AXIS_ORDER
 from driver.tables.registry import BY_NAME, REGISTRY
 from tfspeed.cells import AXES
@@ -148,10 +148,11 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
     for r in recs:
         lname, rname = side_label(r, left) or "left", side_label(r, right) or "right"
         key = text(r.get("verdict")).lower().replace(" ", "_")
-        verdict = VERDICT_WORDS.get(key) or ("faster or slower" if is_true(r.get("significant"))
-                                             else "undecided")
+        verdict = words(key).word if key in WORDS else (
+            "faster or slower" if is_true(r.get("significant")) else words(INCONCLUSIVE).word)
         rows.append([
-            cell(verdict, "" if key in ("left_faster", "right_faster", "equivalent") else "ns"),
+            # the verdict column: only a verdict that decided nothing is muted
+            cell(verdict, "ns" if words(key).cls == words(INCONCLUSIVE).cls else ""),
             cell(ratio_text(r.get("ratio"), r.get("pct")), "num", v=num(r.get("ratio"))),
             cell(f"{fmt_ratio(r.get('ratio_ci_low'))} – {fmt_ratio(r.get('ratio_ci_high'))}",
                  "num", v=num(r.get("ratio_ci_low"))),

@@ -25,6 +25,7 @@ How.
 """
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,39 @@ from scipy import stats as sps
 LEFT_FASTER, RIGHT_FASTER = "left_faster", "right_faster"
 EQUIVALENT, INCONCLUSIVE = "equivalent", "inconclusive"
 VERDICTS = (LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIVE)
+DECIDED = (LEFT_FASTER, RIGHT_FASTER)  # a direction called; EQUIVALENT is decided too, no direction
+
+
+class Words(NamedTuple):
+    """How people see a verdict: the one table of them (`WORDS`). The `verdict` column keeps the
+    codes above (published tables are read back by them); every display text, colour and mark
+    comes from here."""
+    word: str  # the word, from the first-named (left) side's point of view
+    cls: str  # the report's CSS class of a cell that shows the verdict (report/report.css)
+    colour: str  # its colour in figures
+    marker: str  # its marker shape in figures (matplotlib), so that colour is not the only cue
+    mark: str  # the mark after a figure whose difference is not significant
+
+
+# One word per verdict: "undecided" is what people read for the code "inconclusive".
+WORDS = {
+    LEFT_FASTER: Words("faster", "pos", "#1e7b34", "o", ""),
+    RIGHT_FASTER: Words("slower", "neg", "#a12622", "o", ""),
+    EQUIVALENT: Words("equivalent", "", "#1f4e99", "D", " ≈"),
+    INCONCLUSIVE: Words("undecided", "ns", "#5f6672", "s", " ?"),
+}
+
+
+def words(verdict) -> Words:
+    """The display of a verdict code; anything that is not one shows as inconclusive."""
+    return WORDS.get(verdict, WORDS[INCONCLUSIVE])
+
+
+def verdict_word(verdict, subject: str = "") -> str:
+    """A verdict in words, a decided direction named for `subject` (the left side) when given:
+    verdict_word("right_faster", "TF 2") == "TF 2 slower"."""
+    text = words(verdict).word
+    return f"{subject} {text}" if subject and verdict in DECIDED else text
 
 
 def log_medians(medians: Sequence[float]) -> np.ndarray:

@@ -7,13 +7,12 @@ import math
 
 from driver.report.bottom_line import duet_rows
 from driver.report.fmt import cell, col, ncol, num, records, text
-from driver.report.forest import forest_svg
+from driver.report.forest import SUBJECT, forest_svg
+from driver.stats.verdicts import INCONCLUSIVE, WORDS, verdict_word, words
 
 ID, TITLE, ORDER = "duets", "In duets", 11
 
 MODE_TITLE = {"graph": "Graph mode, train_on_batch()", "eager": "Eager mode, train_on_batch()"}
-WORD = {"right_faster": "TF 2 slower", "left_faster": "TF 2 faster", "equivalent": "equivalent",
-        "inconclusive": "undecided"}
 
 
 def _pct(x: float) -> str:
@@ -24,15 +23,13 @@ def panel(rows, title: str) -> dict:
     return {"title": title, "rows": [
         {"label": f"{text(r.get('left_framework_version'))} {text(r.get('keras'))}",
          "ratio": num(r.get("ratio")), "lo": num(r.get("ratio_ci_low")),
-         "hi": num(r.get("ratio_ci_high")), "verdict": text(r.get("verdict"), "inconclusive"),
+         "hi": num(r.get("ratio_ci_high")), "verdict": text(r.get("verdict"), INCONCLUSIVE),
          "head": True, "standin": False} for r in rows]}
 
 
 COLUMNS = (("TF version", False), ("Keras", False), ("TF 2 / TF 1", True),
            ("tested interval", True), ("equivalence interval", True),
            ("at most (all versions)", True), ("verdict", False), ("duets", True))
-VERDICT_CLASS = {"right_faster": "neg", "left_faster": "pos", "equivalent": "",
-                 "inconclusive": "muted"}
 
 
 def table_rows(rows, table_id: str) -> dict:
@@ -47,7 +44,8 @@ def table_rows(rows, table_id: str) -> dict:
             cell(f"{_pct(num(r.get('ratio_ci_low')))}–{_pct(num(r.get('ratio_ci_high')))}"),
             cell(f"{_pct(num(r.get('tost_ci_low')))}–{_pct(num(r.get('tost_ci_high')))}"),
             cell(_pct(num(r.get("simultaneous_high"))), v=num(r.get("simultaneous_high"))),
-            cell(WORD.get(verdict, verdict), cls=VERDICT_CLASS.get(verdict, "")),
+            cell(verdict_word(verdict, SUBJECT), cls=words(verdict).cls) if verdict in WORDS
+            else cell(verdict),
             cell(f"{int(num(r.get('n')))}" + (f" ({failed} failed)" if failed else "")),
         ])
     return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],

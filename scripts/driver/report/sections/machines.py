@@ -12,14 +12,12 @@ import pandas as pd
 
 from driver.report import answer
 from driver.report.fmt import cell, col, fmt_ratio, records, text, version_key
+from driver.stats.verdicts import words
 from driver.study import layout
 from driver.tables.ordering import AXIS_ORDER
 
 ID, TITLE, ORDER = "machines", "Machines compared", 12
 
-VERDICT_WORD = {answer.RIGHT: "slower", answer.LEFT: "faster", answer.EQUIV: "equivalent",
-                answer.INCONCL: "undecided"}
-VERDICT_CLASS = {answer.RIGHT: "neg", answer.LEFT: "pos", answer.EQUIV: "", answer.INCONCL: "muted"}
 # what a configuration row is, across machines (the machine column aside)
 ROW_KEY = ("device", "mode", "api", "input", "model", "data", "left_keras", "right_keras",
            "left_env", "right_env")
@@ -132,8 +130,8 @@ def _ratio_cell(p: dict | None) -> dict:
     if not p:
         return cell("–", "muted")
     ci = f" [{fmt_ratio(p['lo'])}, {fmt_ratio(p['hi'])}]" if math.isfinite(p["lo"]) else ""
-    word = VERDICT_WORD.get(p["verdict"], "undecided")
-    return cell(f"{fmt_ratio(p['ratio'])}{ci} {word}", VERDICT_CLASS.get(p["verdict"], ""),
+    shown = words(p["verdict"])
+    return cell(f"{fmt_ratio(p['ratio'])}{ci} {shown.word}", shown.cls,
                 v=p["ratio"] if math.isfinite(p["ratio"]) else None)
 
 
