@@ -53,6 +53,7 @@ import pandas as pd  # noqa: E402
 from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import bottom_line  # noqa: E402
 from driver.report.sections import machines as machines_section  # noqa: E402
+from driver.stats.verdicts import verdict_word  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.tables.results import Results  # noqa: E402
 from tfspeed.versions import version_tuple  # noqa: E402
@@ -159,7 +160,8 @@ def results_page(tables, min_effect: float, runs=None) -> str:
             "- cells: %d (%s), from %d ok processes" % (
                 len(cells), ", ".join("%s %d" % kv for kv in sorted(status.items())), processes)]
     out += ["", "## Verdicts per comparison", "",
-            "| table | rows | first-named faster | second faster | equivalent | inconclusive |",
+            "| table | rows | first-named faster | second faster | %s | %s |" % (
+                verdict_word(answer.EQUIV), verdict_word(answer.INCONCL)),
             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for name in res.names(cells=True):
         df = res.raw_table(name)
