@@ -31,11 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver.stats import calibration, moderated, verdicts  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
-from driver.tables.results import Results  # noqa: E402
+from driver.tables.results import ENV_KEY, Results, row_key  # noqa: E402
 
-# What identifies a comparison row across runs (whichever of these a table has): the envs and
-# the cells on each side. Machine keys are left out, so that two machines can be lined up.
-ROW_KEYS = ["env", "left_env", "right_env", "left_cell_id", "right_cell_id"]
 CELL_KEYS = ["env", "cell_id", "twin"]
 DECIDED = set(verdicts.DECIDED)
 COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
@@ -66,8 +63,6 @@ def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
         df = df.copy()
         if df.empty or "verdict" not in df.columns:
             continue
-        keys = [k for k in ROW_KEYS if k in df.columns]
-        env_cols = [k for k in ("env", "left_env", "right_env") if k in df.columns]
         twin = "True" if name == "twins" else "False"  # a twin row's left side is the twin cell
         envs_l = df["left_env"] if "left_env" in df.columns else df.get("env")
         envs_r = df["right_env"] if "right_env" in df.columns else df.get("env")
@@ -76,8 +71,8 @@ def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
             df["right_cell"] = envs_r.astype(str) + "|" + df["right_cell_id"].astype(str) + "|False"
         else:
             df["left_cell"] = df["right_cell"] = None
-        df = df.assign(table=name, key=df[keys].astype(str).agg("|".join, axis=1),
-                       envs=df[env_cols].astype(str).agg("|".join, axis=1) if env_cols else "")
+        # the row's key across runs (driver/tables/results.py: ROW_KEY)
+        df = df.assign(table=name, key=row_key(df), envs=row_key(df, ENV_KEY))
         dof = _col(df, "df")
         fallback = _col(df, "n_left", math.inf) + _col(df, "n_right", math.inf) - 2
         df["df"] = dof.where(dof.notna(), fallback)

@@ -36,6 +36,18 @@ TABLE_FILE = Path(layout.TABLE_PATTERN).name  # "{table}.csv"
 DUETS = "duets"
 # Comparison tables across machines, not one run's comparisons.
 ACROSS_MACHINES = ("machines",)
+# What identifies a comparison row across runs (whichever of these a table has): the envs and the
+# cells on each side; machine keys are left out, so that two machines' rows line up.
+ROW_KEY = ("env", "left_env", "right_env", "left_cell_id", "right_cell_id")
+ENV_KEY = ("env", "left_env", "right_env")
+
+
+def row_key(df: pd.DataFrame, columns=ROW_KEY) -> pd.Series:
+    """Each row's key across runs: its `columns` (those the table has) joined by "|"."""
+    keys = [k for k in columns if k in df.columns]
+    if not keys:
+        return pd.Series("", index=df.index, dtype=object)
+    return df[keys].astype(str).agg("|".join, axis=1)
 
 
 def table_file(name: str) -> str:
