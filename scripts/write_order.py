@@ -1,4 +1,5 @@
-"""Rule plan_order: a round's planned order (driver/study/order.py, computed in rules/common.smk),
+"""Rule plan_order: a round's planned order (driver/study/order.py, computed by the study plan,
+driver/study/plan.py),
 written to results/rounds/<machine>/order<rep>.json before the round's cells run."""
 from driver.study.rulelog import to_rule_log
 

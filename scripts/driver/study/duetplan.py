@@ -13,7 +13,8 @@ configuration in two live workers that take turns window by window; config `duet
 - `duets.replicates` duets each, every one with fresh workers; replicate r of every duet runs
   before replicate r + 1 of any, in an order drawn from `order.seed` and r.
 
-Pure planning (no Snakemake, no framework): rules/common.smk asks it, and so do the tests.
+Pure planning (no Snakemake, no framework): the study plan (driver/study/plan.py) asks it,
+and so do the tests.
 """
 import random
 from typing import NamedTuple
