@@ -15,8 +15,10 @@ import argparse
 import glob
 import os
 import platform
+import re
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
@@ -28,9 +30,12 @@ from build_env import BuildError, find_interpreter  # noqa: E402
 
 from driver.study.envspec import SpecError, parse_spec  # noqa: E402
 
-# What one built env takes on disk (its venv under env_root) plus its share of uv's download cache,
-# in GiB, as measured on a fresh clone: the run note says how (du -sh .envs after a full build).
-DISK_NEED = {"note": "docs/runs/2026-11-26-intel-xeon-2c-4db20bbf-fresh-clone.md", "gib_per_env": 1.5}
+# What one built env takes on disk, in GiB, as measured after building the default study's envs (the
+# run note says how): its venv under env_root with its share of uv's download cache, whose files the
+# venv hardlinks when both are on one disk; where the cache is on another disk it needs its own share
+# there (cache_gib_per_env), and the venv's files are copies.
+DISK_NEED = {"note": "docs/runs/2026-11-26-intel-xeon-2c-4db20bbf-fresh-clone.md",
+             "gib_per_env": 0.9, "cache_gib_per_env": 0.8}
 PLATFORMS = {("Linux", "x86_64")}
 CHROMIUM_INSTALL = "apt-get install chromium   (Debian/Ubuntu; the browser tests look for /usr/bin/chromium)"
 SLURM_INSTALL = "apt-get install slurm-wlm munge   (Debian/Ubuntu: slurmctld, slurmd, the client programs)"
@@ -130,13 +135,22 @@ def check_interpreters(envs, configured):
     by_minor = {}
     for name, facts in sorted(envs.items()):
         by_minor.setdefault(facts["python"], []).append(name)
-    missing, found = [], []
-    for minor in sorted(by_minor, key=lambda v: tuple(int(x) for x in v.split("."))):
-        users = by_minor[minor]
+    def look(minor):  # each look starts interpreters: all versions at once, so it takes a moment
         try:
-            exe, version = find_interpreter(minor, configured)
-            found.append("Python %s: %s (%s) for %d env(s)" % (minor, exe, version, len(users)))
+            return find_interpreter(minor, configured)
         except BuildError:
+            return None
+
+    minors = sorted(by_minor, key=lambda v: tuple(int(x) for x in v.split(".")))
+    with ThreadPoolExecutor(max_workers=max(1, len(minors))) as pool:
+        results = dict(zip(minors, pool.map(look, minors)))
+    missing, found = [], []
+    for minor in minors:
+        users = by_minor[minor]
+        if results[minor]:
+            exe, version = results[minor]
+            found.append("Python %s: %s (%s) for %d env(s)" % (minor, exe, version, len(users)))
+        else:
             missing.append("Python %s, for %s: not found on PATH, in pyenv, conda, uv or config "
                            "`interpreters`. Install it: %s" % (minor, ", ".join(users),
                                                               install_hint(minor)))
@@ -144,21 +158,42 @@ def check_interpreters(envs, configured):
 
 
 def built(env_root, name):
-    return bool(glob.glob(os.path.join(env_root, name + "-*", "bin", "python")))
+    """Whether a venv of this env is under env_root (<name>-<hash>/, as scripts/build_env.py names
+    it; tf1.15-gpu-<hash> is not tf1.15's)."""
+    pattern = re.compile(re.escape(name) + r"-[0-9a-f]{8,}")
+    return any(pattern.fullmatch(os.path.basename(os.path.dirname(os.path.dirname(exe))))
+               for exe in glob.glob(os.path.join(env_root, name + "-*", "bin", "python")))
+
+
+def existing(path):
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def uv_cache_dir():
+    return os.environ.get("UV_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "uv")
 
 
 def check_disk(envs, env_root):
     todo = [n for n in envs if not built(env_root, n)]
-    need = DISK_NEED["gib_per_env"] * len(todo)
-    where = env_root
-    while not os.path.exists(where):
-        where = os.path.dirname(where)
-    free = shutil.disk_usage(where).free / 2 ** 30
-    line = ("disk: %.1f GiB free at %s; %d of %d envs to build, about %.1f GiB (measured need per env: "
-            "%s)" % (free, where, len(todo), len(envs), need, DISK_NEED["note"]))
-    if free < need:
-        return ["%s. Free space there, or set config `env_root` to a folder on a larger disk" % line], None
-    return [], line
+    needs = {existing(env_root): ("envs", DISK_NEED["gib_per_env"] * len(todo))}
+    cache = existing(uv_cache_dir())
+    if os.stat(cache).st_dev != os.stat(existing(env_root)).st_dev:
+        needs[cache] = ("uv's download cache", DISK_NEED["cache_gib_per_env"] * len(todo))
+    missing, found = [], []
+    for where, (what, need) in needs.items():
+        free = shutil.disk_usage(where).free / 2 ** 30
+        line = ("disk for %s: %.1f GiB free at %s; %d of %d envs to build, about %.1f GiB (the "
+                "measured need per env: %s)" % (what, free, where, len(todo), len(envs), need,
+                                                DISK_NEED["note"]))
+        if free < need:
+            missing.append("%s. Free space there, or set config `env_root` (UV_CACHE_DIR for the "
+                           "cache) to a folder on a larger disk" % line)
+        else:
+            found.append(line)
+    return missing, found or None
 
 
 def check_conda():

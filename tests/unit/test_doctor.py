@@ -122,3 +122,19 @@ def test_make_study_runs_the_doctor_first():
     lines = (REPO / "Makefile").read_text().split("\nstudy:", 1)[1].splitlines()
     recipe = [x.strip() for x in lines[1:] if x.startswith("\t")]
     assert "doctor.py --for study" in recipe[0] and "$(SNAKEMAKE)" in recipe[1], recipe
+
+
+def test_an_env_counts_as_built_by_its_own_venv_only(tmp_path):
+    exe = tmp_path / "tf1.15-gpu-0123456789abcdef" / "bin" / "python"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("")
+    assert not doctor.built(str(tmp_path), "tf1.15") and doctor.built(str(tmp_path), "tf1.15-gpu")
+
+
+def test_too_little_disk_is_missing_with_what_to_do(tmp_path, monkeypatch):
+    envs = doctor.planned_envs(doctor.load_config(overrides={"envs": ["tf2.21"]}))
+    monkeypatch.setitem(doctor.DISK_NEED, "gib_per_env", 1e9)
+    missing, ok = doctor.check_disk(envs, str(tmp_path / "envs"))
+    assert ok is None and "1 of 1 envs to build" in missing[0] and "env_root" in missing[0]
+    assert doctor.DISK_NEED["note"] in missing[0]
+    assert (REPO / doctor.DISK_NEED["note"]).exists(), "the measured need cites its run note"
