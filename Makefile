@@ -79,7 +79,7 @@ architecture: venv  ## regenerate docs/ARCHITECTURE.md (the map of the code) fro
 reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes, presets) from the code
 	$(BIN)/python scripts/reference_docs.py --presets
 
-lock: venv  ## lock every env with hashes (envs/<name>.lock.txt), used by later builds
+lock: venv  ## lock each env that takes all its packages from PyPI, with hashes (envs/<name>.lock.txt), used by later builds
 	$(BIN)/python scripts/lock_envs.py $(ARGS)
 
 compare-runs: venv  ## do two runs agree? make compare-runs A=<results dir> B=<results dir>

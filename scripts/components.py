@@ -203,15 +203,20 @@ def analyse(path, level=0.95):
         out["window_se_of_build"] = float(math.sqrt(np.mean(wv) / k))
         out["duet_cost_s"] = float(np.mean([r["wall_s"] for r in duets]))
         out["rebuild_pair_cost_s"] = float(np.mean([r["rebuild_pair_s"] for r in duets]))
+        out["duet_one_build_cost_s"] = out["duet_cost_s"] - out["rebuild_pair_cost_s"]
     if fresh and duets:
         f, d = out["fresh_pair_sd"], out["duet_sd"]
         ratio = (f[0] / d[0]) ** 2
         lo = ratio / stats.f.ppf(1 - (1 - level) / 2, f[3], d[3])
         hi = ratio / stats.f.ppf((1 - level) / 2, f[3], d[3])
         out["var_ratio_fresh_over_duet"] = (ratio, lo, hi)
-        # information per second: 1 / (var * cost)
+        # information per second: 1 / (var * cost); a one-build duet costs the duet less its
+        # rebuild and second alternation, the two-build duet all of it
+        one_build_s = out["duet_one_build_cost_s"]
         out["precision_per_s_fresh"] = 1 / (f[0] ** 2 * out["fresh_pair_cost_s"])
-        out["precision_per_s_duet"] = 1 / (d[0] ** 2 * out["duet_cost_s"])
+        out["precision_per_s_duet"] = 1 / (d[0] ** 2 * one_build_s)
+        out["precision_per_s_duet_two_builds"] = 1 / (out["duet_two_builds_sd"][0] ** 2
+                                                      * out["duet_cost_s"])
     return out
 
 
@@ -235,12 +240,14 @@ def show(result):
     if "window_sd" in result:
         print("window sd %.4f; a build's se from its windows %.4f; rebuild drift %+.4f"
               % (result["window_sd"], result["window_se_of_build"], result["rebuild_drift"]))
-        print("cost: duet %.1f s (of which the rebuild pair %.1f s)"
-              % (result["duet_cost_s"], result["rebuild_pair_cost_s"]))
+        print("cost: duet of one build %.1f s; the rebuild and its alternation %.1f s more"
+              % (result["duet_one_build_cost_s"], result["rebuild_pair_cost_s"]))
     if "var_ratio_fresh_over_duet" in result:
-        print("variance fresh/duet %.2f (95 %% CI %.2f-%.2f); precision per second: fresh %.0f, "
-              "duet %.0f" % (result["var_ratio_fresh_over_duet"] + (
-                  result["precision_per_s_fresh"], result["precision_per_s_duet"])))
+        print("variance fresh pair / duet %.2f (95 %% CI %.2f-%.2f); precision per second "
+              "(1 / (variance x cost)): fresh pair %.0f, duet %.0f, duet of two builds %.0f"
+              % (result["var_ratio_fresh_over_duet"] + (
+                  result["precision_per_s_fresh"], result["precision_per_s_duet"],
+                  result["precision_per_s_duet_two_builds"])))
     print(json.dumps(result, sort_keys=True))
 
 

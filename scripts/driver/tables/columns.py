@@ -141,7 +141,6 @@ COLUMNS = {c.name: c for c in [
          "rate level that makes it the tested interval)."),
         ("log_ratio", "The mean log ratio left / right."),
         ("sd_log", "The spread of the duets' log ratios."),
-        ("p_equivalent_adjusted", "Benjamini-Hochberg adjusted TOST p."),
         ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level)."),
         ("tost_ci_high", "Its upper end."),
         ("tost_level", "The level of the equivalence test's interval."),

@@ -12,10 +12,11 @@ Columns, besides the axes and both sides' envs and cells:
 - ratio_ci_low/high: the interval at `ci_level` = 1 - R q / m (R of m rows called different;
   Benjamini and Yekutieli's false-coverage-rate intervals), so a row is called faster or slower
   exactly when its drawn interval excludes 1: the interval drawn is the interval tested;
-- p_equivalent: TOST against 1 +- min_effect (symmetric in log), the larger one-sided p;
-  p_equivalent_adjusted: BH over the rows (a list of equivalent versions is many claims);
-  tost_ci_low/high: the interval at `tost_level` it amounts to (inside the margin exactly when
-  the row is equivalent); bound_pct: the two sides differ by at most this much;
+- p_equivalent: TOST against 1 +- min_effect (symmetric in log), the larger one-sided p, each
+  row at alpha_equivalence, as the cells' tables and bioequivalence do (a per-row claim: the
+  definition of "equivalent" the config and the glossary give); tost_ci_low/high: the
+  (1 - 2 alpha) interval it amounts to, `tost_level` (inside the margin exactly when the row is
+  equivalent); bound_pct: the two sides differ by at most this much;
 - verdict (driver/stats/verdicts.py: equivalent first, then faster / slower, else inconclusive);
 - simultaneous_high / simultaneous_low: one-sided bounds that hold for every row of the same
   machine, mode and API at once at `level` (Sidak: rows are independent here, as no two share a
@@ -41,7 +42,7 @@ COLUMNS = [
     "right_cell_id", "left_keras", "right_keras", "left_framework_version",
     "right_framework_version", "n", "n_failed", "ratio", "ratio_ci_low", "ratio_ci_high",
     "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_adjusted", "p_threshold",
-    "p_equivalent", "p_equivalent_adjusted", "tost_ci_low", "tost_ci_high", "tost_level",
+    "p_equivalent", "tost_ci_low", "tost_ci_high", "tost_level",
     "bound_pct", "verdict", "simultaneous_low", "simultaneous_high", "left_median_s",
     "right_median_s", "window_sd", "wall_s", "reason",
 ]
@@ -127,16 +128,15 @@ def _bh_level(p_adjusted: np.ndarray, rate: float) -> tuple[float, int]:
 
 def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
            alpha_eq: float) -> pd.DataFrame:
-    """BH over the family's difference tests and over its equivalence tests, intervals at the
-    levels that make each drawn interval the tested one, verdicts, simultaneous bounds."""
+    """BH over the family's difference tests, each row's equivalence test at its own size, the
+    intervals at the levels that make each drawn interval the tested one, verdicts, simultaneous
+    bounds."""
     out = df.copy()
     p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
-    pe_adj = verdicts.bh_adjust(out["p_equivalent"].to_numpy(float))
     a_diff, _ = _bh_level(p_adj, q)
-    a_eq, _ = _bh_level(pe_adj, alpha_eq)
+    a_eq = alpha_eq  # each row's equivalence test at its own size, as in bioequivalence
     out["p_adjusted"] = p_adj
     out["p_threshold"] = verdicts.bh_threshold(out["p"].to_numpy(float), q)
-    out["p_equivalent_adjusted"] = pe_adj
     out["ci_level"] = 1 - a_diff
     out["tost_level"] = 1 - 2 * a_eq
     crit = [float(sps.t.ppf(1 - a_diff / 2, d)) if d == d else math.nan for d in out["df"]]
@@ -146,11 +146,11 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     out["ratio_ci_low"], out["ratio_ci_high"] = np.exp(mean - half), np.exp(mean + half)
     out["tost_ci_low"], out["tost_ci_high"] = np.exp(mean - half_eq), np.exp(mean + half_eq)
     out["bound_pct"] = 100.0 * np.expm1(np.abs(mean) + half_eq)
-    # equivalent: BH-adjusted TOST p <= alpha (its drawn interval inside the margin); then
+    # equivalent: TOST p <= alpha (its (1 - 2 alpha) interval inside the margin); then
     # faster / slower: BH-adjusted p <= q (its drawn interval excludes 1)
     out["verdict"] = [verdicts.verdict(lo, hi, pa, q, min_effect, pe, alpha_eq)
                       for lo, hi, pa, pe in zip(out["ratio_ci_low"], out["ratio_ci_high"],
-                                                p_adj, pe_adj)]
+                                                p_adj, out["p_equivalent"])]
     return simultaneous(out, level)
 
 

@@ -19,11 +19,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 # study file -> (run_cell, run_duet, build_env) as `snakemake -n --quiet rules` lists them
 DRY_RUN = {
-    None: (636, 200, 27),
+    None: (477, 200, 27),
     "tests/quick.yaml": (71, 6, 4),
     "presets/cnn_inference.yaml": (63, 28, 5),
     "presets/fidelity_check.yaml": (18, 0, 3),
-    "presets/headline.yaml": (112, 300, 26),
+    "presets/headline.yaml": (112, 200, 26),
     "presets/own_model.yaml": (126, 0, 6),
     "presets/seed_full.yaml": (960, 32, 5),
     "presets/seed_large.yaml": (96, 20, 3),
@@ -75,8 +75,8 @@ def test_default_study_is_cells_times_repeats_plus_twins_and_duets_times_replica
     cfg = config()
     plan = StudyPlan(cfg, REPO)
     assert len(plan.twins) == cfg["twins"] > 0
-    assert (len(plan.cells) + len(plan.twins)) * cfg["repeats"] == 636
-    assert len(plan.duets) * cfg["duets"]["replicates"] == 200
+    assert (len(plan.cells) + len(plan.twins)) * cfg["repeats"] == DRY_RUN[None][0]
+    assert len(plan.duets) * cfg["duets"]["replicates"] == DRY_RUN[None][1]
     assert len(plan.first_round_slots()) == len(plan.cells) + len(plan.twins)
     assert [s.twin for s in plan.first_round_slots()] == \
         [False] * len(plan.cells) + [True] * len(plan.twins)
