@@ -302,15 +302,17 @@ def _utc(value):
     return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
 
 
-def run_facts(records: list[dict]) -> dict:
-    """Dates, wall time, counts, envs, fingerprint and machine facts of one run's cell files."""
+def run_facts(records: list[dict], duets: list[dict] = ()) -> dict:
+    """Dates, wall time, counts, envs, fingerprint and machine facts of one run's cell files; the
+    run's span covers its duets too (they run first)."""
     starts, ends = [], []
-    for rec in records:
+    timed = [(rec, _dig(rec, ("provenance", "cell_wall_s"))) for rec in records]
+    timed += [(rec, rec.get("wall_s")) for rec in duets]
+    for rec, wall in timed:
         start = _utc(rec.get("started_utc"))
         if start is None:
             continue
         starts.append(start)
-        wall = _dig(rec, ("provenance", "cell_wall_s"))
         ends.append(start + datetime.timedelta(seconds=float(wall))
                     if isinstance(wall, (int, float)) else start)
     latest = max(records, key=lambda r: str(r.get("started_utc") or ""))
@@ -327,6 +329,8 @@ def run_facts(records: list[dict]) -> dict:
         "wall_s": round((last - first).total_seconds(), 3) if starts else None,
         "processes": len(records),
         "ok": sum(1 for r in records if r.get("status") == "ok"),
+        "duets": len(duets),
+        "duets_ok": sum(1 for r in duets if r.get("status") == "ok"),
         "envs": sorted({str(r.get("env")) for r in records}),
         "fingerprint": facts.get("fingerprint") if isinstance(facts, dict) else None,
         "machine_facts": {k: facts.get(k) for k in ("cpu_model", "cpu_count", "gpus",
@@ -409,7 +413,14 @@ def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
                 records.append(json.load(handle))
         except (OSError, ValueError) as exc:
             raise PublishError("%s: not a cell file (%s)" % (results / name, exc)) from exc
-    facts = run_facts(records)
+    duets = []
+    for name in (n for n in names if n.startswith("duets/")):
+        try:
+            with open(results / name, encoding="utf-8") as handle:
+                duets.append(json.load(handle))
+        except (OSError, ValueError) as exc:
+            raise PublishError("%s: not a duet file (%s)" % (results / name, exc)) from exc
+    facts = run_facts(records, duets)
     probe = results / "machines" / key / "probe.json"  # the key's first probe (driver/study/probe.py)
     if not facts["fingerprint"] and probe.is_file():
         try:
