@@ -193,27 +193,16 @@ def test_workflow_stops_on_a_bad_previous_results_before_any_job(tmp_path):
 def test_duets_decide_the_mode_lines_with_a_bound_for_all_versions_at_once():
     """With a duets table, its rows make the graph and eager sentences: the bound is the
     simultaneous one, Keras 3 is the eager default from TF 2.16 and tf_keras is named beside it."""
-    import numpy as np
+    from duetfiles import duet_records
 
     from driver.tables import duets
 
-    rng = np.random.default_rng(0)
-    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
-            "api": "train_on_batch"}
-    recs = []
-    for env, version, mode, keras, truth in [
-            ("tf2.0", "2.0.4", "graph", "tf.keras", 0.0), ("tf2.9", "2.9.3", "graph", "tf.keras",
-                                                          0.3),
-            ("tf2.21", "2.21.0", "graph", "tf_keras", 0.0),
-            ("tf2.0", "2.0.4", "eager", "tf.keras", 0.7), ("tf2.21", "2.21.0", "eager",
-                                                           "keras3", 0.05),
-            ("tf2.21", "2.21.0", "eager", "tf_keras", 0.9)]:
-        for i, x in enumerate(rng.normal(truth, 0.01, 5)):
-            recs.append({"machine": "m", "env": env, "replicate": i, "status": "ok",
-                         "cell": dict(cell, mode=mode, keras=keras), "reference_env": "tf1.14",
-                         "reference_cell": dict(cell, mode=mode, keras="tf.keras"),
-                         "left_framework_version": version, "right_framework_version": "1.14.0",
-                         "log_ratio": x, "left_median_s": 0.007, "right_median_s": 0.007})
+    recs = duet_records([("tf2.0", "2.0.4", "graph", "tf.keras", 0.0),
+                         ("tf2.9", "2.9.3", "graph", "tf.keras", 0.3),
+                         ("tf2.21", "2.21.0", "graph", "tf_keras", 0.0),
+                         ("tf2.0", "2.0.4", "eager", "tf.keras", 0.7),
+                         ("tf2.21", "2.21.0", "eager", "keras3", 0.05),
+                         ("tf2.21", "2.21.0", "eager", "tf_keras", 0.9)], seed=0)
     table = duets.duets_table(recs)
     out = bottom_line({"tf2_vs_tf1": pd.DataFrame(GRAPH), "duets": table}, pd.DataFrame(),
                       "tf1.14")
