@@ -52,6 +52,7 @@ import pandas as pd  # noqa: E402
 
 from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import bottom_line  # noqa: E402
+from driver.report.fmt import wall_text  # noqa: E402
 from driver.report.sections import machines as machines_section  # noqa: E402
 from driver.stats.verdicts import verdict_word  # noqa: E402
 from driver.study import layout  # noqa: E402
@@ -74,14 +75,6 @@ def _version_key(text):
     """'tensorflow 2.10.0' sorts by framework, then by version number (2.3 before 2.10)."""
     framework, _, version = text.partition(" ")
     return (framework, version_tuple(version))
-
-
-def _wall(seconds) -> str:
-    try:
-        seconds = int(round(float(seconds)))
-    except (TypeError, ValueError):
-        return "unknown"
-    return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +116,7 @@ def results_page(tables, min_effect: float, runs=None) -> str:
             out.append("| %s | [%s](data/%s/%s/run.json) | `%s` | %s to %s | %s |" % (
                 run["machine"], run["run_id"], run["machine"], run["run_id"],
                 str(run.get("commit") or "unknown")[:12], run.get("started_utc"),
-                run.get("ended_utc"), _wall(run.get("wall_s"))))
+                run.get("ended_utc"), wall_text(run.get("wall_s"))))
         out.append("")
     out += ["## The bottom line", ""]
     for line in bottom["lines"]:

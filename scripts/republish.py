@@ -53,6 +53,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from driver.report.fmt import wall_text  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVE = "processes.tar.xz"
 RUN_JSON = "run.json"
@@ -190,14 +192,6 @@ def fix_workbook_dates(path: Path, when: datetime.datetime) -> None:
     os.replace(out, path)
 
 
-def _wall(seconds) -> str:
-    try:
-        seconds = int(round(float(seconds)))
-    except (TypeError, ValueError):
-        return "unknown"
-    return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
-
-
 def _machine_text(facts: dict) -> str:
     """'AMD EPYC, 2 CPUs, no GPU' from a run's machine facts."""
     gpus = facts.get("gpus")
@@ -242,7 +236,7 @@ def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit
                              _machine_text(run.get("machine_facts") or {}),
                              str(fp)[:16], str(commit)[:12], run.get("commit_source") or "?",
                              run.get("started_utc"), run.get("ended_utc"),
-                             _wall(run.get("wall_s")), run.get("processes"), run.get("ok"),
+                             wall_text(run.get("wall_s")), run.get("processes"), run.get("ok"),
                              "yes" if (run["machine"], run["run_id"]) in used_ids else
                              "no (an older run of this key)"))
         primary = used[-1] if used else None

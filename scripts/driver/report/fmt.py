@@ -61,6 +61,15 @@ def ncol(df: pd.DataFrame, name) -> pd.Series:
     return pd.to_numeric(col(df, name), errors="coerce")
 
 
+def wall_text(seconds) -> str:
+    """A wall time as '0 h 35 min 02 s' ('unknown' when not a number)."""
+    try:
+        seconds = int(round(float(seconds)))
+    except (TypeError, ValueError):
+        return "unknown"
+    return "%d h %02d min %02d s" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
+
+
 def cell(text_="", cls="", v=None, title=None) -> dict:
     """One table cell for the template: display text, CSS class, sort value, tooltip."""
     return {"text": text_, "cls": cls, "v": None if v is None else str(v), "title": title}
