@@ -46,14 +46,17 @@ class Words(NamedTuple):
     colour: str  # its colour in figures
     marker: str  # its marker shape in figures (matplotlib), so that colour is not the only cue
     mark: str  # the mark after a figure whose difference is not significant
+    sheet: tuple = ()  # the workbook's cell format of a figure with this verdict: (key, value)s
 
 
 # One word per verdict: "undecided" is what people read for the code "inconclusive".
 WORDS = {
-    LEFT_FASTER: Words("faster", "pos", "#1e7b34", "o", ""),
-    RIGHT_FASTER: Words("slower", "neg", "#a12622", "o", ""),
+    LEFT_FASTER: Words("faster", "pos", "#1e7b34", "o", "",
+                       (("bg_color", "#C6EFCE"), ("font_color", "#006100"))),
+    RIGHT_FASTER: Words("slower", "neg", "#a12622", "o", "",
+                        (("bg_color", "#FFC7CE"), ("font_color", "#9C0006"))),
     EQUIVALENT: Words("equivalent", "", "#1f4e99", "D", " ≈"),
-    INCONCLUSIVE: Words("undecided", "ns", "#5f6672", "s", " ?"),
+    INCONCLUSIVE: Words("undecided", "ns", "#5f6672", "s", " ?", (("font_color", "#9A9A9A"),)),
 }
 
 

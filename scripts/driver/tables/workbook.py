@@ -11,6 +11,7 @@ import pandas as pd
 import yaml
 from xlsxwriter.utility import xl_col_to_name
 
+from driver.stats.verdicts import INCONCLUSIVE, WORDS
 from driver.tables import columns
 from driver.tables.ordering import env_order
 from driver.tables.pooling import first
@@ -197,19 +198,15 @@ def _colour_by_verdict(ws, df: pd.DataFrame, verdicts: pd.DataFrame, book) -> No
     """seed_view's % cells by their comparison's verdict: green (left faster), red (left
     slower), black (equivalent), grey (inconclusive); written per cell, as there is no column
     to test."""
-    styles = {}
-    for key, extra in (("left_faster", {"bg_color": "#C6EFCE", "font_color": "#006100"}),
-                       ("right_faster", {"bg_color": "#FFC7CE", "font_color": "#9C0006"}),
-                       ("equivalent", {}),
-                       ("inconclusive", {"font_color": "#9A9A9A"})):
-        styles[key] = book.add_format({"num_format": _number_format("pct"), **extra})
+    styles = {code: book.add_format({"num_format": _number_format("pct"), **dict(w.sheet)})
+              for code, w in WORDS.items()}
     for verdict_col in verdicts.columns:
         col = verdict_col[len(VERDICT_PREFIX):]
         j = list(df.columns).index(col)
         for i, (value, verdict) in enumerate(zip(df[col], verdicts[verdict_col]), start=1):
             if pd.isna(value):
                 continue
-            ws.write_number(i, j, float(value), styles.get(verdict, styles["inconclusive"]))
+            ws.write_number(i, j, float(value), styles.get(verdict, styles[INCONCLUSIVE]))
 
 
 def _block_borders(ws, df: pd.DataFrame, nrow: int, ncol: int, book) -> None:
