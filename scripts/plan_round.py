@@ -19,7 +19,7 @@ result = tabulate(list(smk.input.cells), p.reference_env, p.noisy_threshold, p.l
 # the extra rounds' budget: what the first rounds left of the study's time budget, if it has one
 budget_s = extra_budget_s(result["records"], p.repeats, p.budget_s, p.time_budget_s,
                           smk.wildcards.machine,
-                          duets=load_duets(list(getattr(smk.input, "duets", []))))
+                          duets=load_duets(list(smk.input.duets)))
 plan = plan_next_round(result["cells"], result, result["records"], p.repeats, p.max_repeats,
                        budget_s, margin=p.min_effect, alpha_equivalence=p.alpha_equivalence)
 plan["round"] = int(smk.wildcards.rep)

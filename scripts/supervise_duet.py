@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import time
+from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,12 +23,6 @@ from tfspeed.atomic import write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD_VERSION = 1
-
-
-def _median(values):
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
 def side_spec(manifest_path, cell, rule, threads):
@@ -44,9 +39,9 @@ def summarize(windows):
     left / right, and the log ratio of every window pair (for the window component)."""
     left = [s for w in windows["b"] for s in w]
     right = [s for w in windows["a"] for s in w]
-    lm, rm = _median(left), _median(right)
+    lm, rm = median(left), median(right)
     return {"left_median_s": lm, "right_median_s": rm, "log_ratio": math.log(lm / rm),
-            "window_log_ratios": [math.log(_median(b) / _median(a))
+            "window_log_ratios": [math.log(median(b) / median(a))
                                   for a, b in zip(windows["a"], windows["b"])],
             "left_samples": len(left), "right_samples": len(right)}
 

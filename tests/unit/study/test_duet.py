@@ -96,3 +96,16 @@ def test_cell_env_removes_the_orchestrators_threads_and_hides_gpus():
     assert env["KERAS_BACKEND"] == "jax" and env["CUDA_VISIBLE_DEVICES"] == ""
     pinned, _ = duet.cell_env({}, MATMUL, 2, base={})
     assert pinned["OMP_NUM_THREADS"] == "2"
+
+
+def test_a_duets_figures_are_its_sides_medians_over_all_windows():
+    """supervise_duet.summarize: each side's median over all its windows' samples, their log
+    ratio (TF 2.x side b over the reference side a), and each window pair's own log ratio."""
+    import math
+
+    import supervise_duet
+
+    out = supervise_duet.summarize({"a": [[1.0, 3.0], [2.0]], "b": [[4.0], [2.0, 6.0]]})
+    assert (out["right_median_s"], out["left_median_s"]) == (2.0, 4.0)
+    assert out["log_ratio"] == pytest.approx(math.log(2.0))
+    assert out["window_log_ratios"] == pytest.approx([math.log(4.0 / 2.0), math.log(4.0 / 2.0)])

@@ -348,7 +348,7 @@ def test_snakemake_entry(tmp_path):
     out = tmp_path / "results" / "tables"
     smk = types.SimpleNamespace(
         input=types.SimpleNamespace(cells=[str(p) for p in mine], others=[str(theirs)],
-                                    orders=[]),
+                                    orders=[], duets=[]),
         output=types.SimpleNamespace(
             cells_csv=str(out / "cells.csv"), xlsx=str(tmp_path / "results" / "study.xlsx"),
             tables=[str(out / f"{n}.csv") for n in registry.NAMES],
