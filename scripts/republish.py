@@ -54,6 +54,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from driver.report.fmt import wall_text  # noqa: E402
+from driver.report.results_page import results_page  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVE = "processes.tar.xz"
@@ -280,7 +281,6 @@ def empty_results_page() -> str:
 def regenerate(docs, out, code_commit=None) -> dict:
     """Write every derived file of docs/ into `out` (a fresh folder), from docs/data; returns
     {name relative to docs: path}."""
-    import publish
 
     docs, out = Path(docs), Path(out)
     runs = find_runs(docs / "data")
@@ -347,7 +347,7 @@ def regenerate(docs, out, code_commit=None) -> dict:
         for path in written_tables.paths(cells=True) + [written_tables.facts_path]:
             shutil.copyfile(path, out / TABLES / path.name)
             written["%s/%s" % (TABLES, path.name)] = out / TABLES / path.name
-    page = publish.results_page(out / TABLES, float(config["min_effect"]), runs=used)
+    page = results_page(out / TABLES, float(config["min_effect"]), runs=used)
     (out / "RESULTS.md").write_text(page, encoding="utf-8")
     written["RESULTS.md"] = out / "RESULTS.md"
     (out / "PROVENANCE.md").write_text(provenance_note(runs, used, dict(written), code_commit),

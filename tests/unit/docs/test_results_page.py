@@ -1,4 +1,4 @@
-"""docs/RESULTS.md is generated (scripts/publish.py's results_page, written by `make republish`)
+"""docs/RESULTS.md is generated (driver/report/results_page.py, written by `make republish`)
 from the tables: the report's first-screen sentences (driver/report/answer.py) and facts.json,
 never typed. Tested on a real aggregation of the golden fixtures (tests/fixtures/cells, a real
 quick run) and on the archived tables of commit 12b8ef4 (docs/archive/, older than facts.json).
@@ -12,7 +12,7 @@ import publish
 import pytest
 from make_golden import aggregate
 
-from driver.report import answer
+from driver.report import answer, results_page
 from driver.report.bottom_line import bottom_line
 from driver.tables import bundle
 
@@ -30,7 +30,7 @@ def results(tmp_path_factory):
 
 
 def test_page_holds_the_first_screen_and_the_runs_facts(results):
-    page = publish.results_page(results / "tables", 0.10)
+    page = results_page.results_page(results / "tables", 0.10)
     tabs = bundle.read_tables([results / "tables" / "tf2_vs_tf1.csv"])
     first = answer.answer(tabs, 0.10)  # the golden config has no min_effect: the schema default
     assert first["sentences"], "the quick run has like-for-like TF 2 vs TF 1 rows"
@@ -50,18 +50,18 @@ def test_page_holds_the_first_screen_and_the_runs_facts(results):
     assert "- envs: %d (" % cells["env"].nunique() in page
     for key in facts["machines"]:
         assert key in page
-    assert publish.results_page(results / "tables", 0.10) == page  # same tables, same page
+    assert results_page.results_page(results / "tables", 0.10) == page  # same tables, same page
 
 
 def test_page_follows_the_tables_not_a_typed_text(results, tmp_path):
     tables = tmp_path / "tables"
     shutil.copytree(results / "tables", tables)
-    before = publish.results_page(tables, 0.10)
+    before = results_page.results_page(tables, 0.10)
     df = pd.read_csv(tables / "tf2_vs_tf1.csv", dtype=str, keep_default_na=False)
     row = df.index[df["verdict"] != "right_faster"][0]
     df.loc[row, "verdict"] = "right_faster"
     df.to_csv(tables / "tf2_vs_tf1.csv", index=False)
-    after = publish.results_page(tables, 0.10)
+    after = results_page.results_page(tables, 0.10)
     assert after != before
     counts = df["verdict"].value_counts()
     assert "| [`tf2_vs_tf1`](tables/tf2_vs_tf1.csv) | %d | %d | %d | %d | %d |" % (
@@ -73,7 +73,7 @@ def test_page_of_the_archived_tables():
     """docs/archive/12b8ef4/tables (an old publication; it predates facts.json): verdict counts
     per table and the failed cells, each computed here with pandas."""
     tables = ARCHIVE / "tables"
-    page = publish.results_page(tables, 0.05)
+    page = results_page.results_page(tables, 0.05)
     assert "- measured: (no facts.json)" in page
     for path in sorted(tables.glob("*.csv")):
         df = pd.read_csv(path, dtype=str, keep_default_na=False)

@@ -79,12 +79,12 @@ def test_no_report_module_types_a_verdict_display():
 
 
 def test_the_results_page_says_the_reports_word(published, monkeypatch):
-    """docs/RESULTS.md (scripts/publish.py) heads its verdict counts with the report's words: it
-    said "inconclusive" where the report says "undecided"."""
-    import publish
+    """docs/RESULTS.md (driver/report/results_page.py) heads its verdict counts with the
+    report's words: it said "inconclusive" where the report says "undecided"."""
+    from driver.report import results_page
 
-    page = publish.results_page(published.folder, 0.10)
+    page = results_page.results_page(published.folder, 0.10)
     assert "| equivalent | undecided |" in page and "inconclusive" not in page
     monkeypatch.setitem(verdicts.WORDS, verdicts.INCONCLUSIVE,
                         verdicts.WORDS[verdicts.INCONCLUSIVE]._replace(word="plantedword"))
-    assert "| equivalent | plantedword |" in publish.results_page(published.folder, 0.10)
+    assert "| equivalent | plantedword |" in results_page.results_page(published.folder, 0.10)
