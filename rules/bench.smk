@@ -56,6 +56,7 @@ rule run_duet:
         window_s=DUETS["window_s"],
         timeout=config["cell_timeout_s"],
         threads=config["threads"],
+        foreign=config["foreign_cpu_max_share"],
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --cell {params.duet[cell]:q}"
@@ -65,6 +66,7 @@ rule run_duet:
         " --machine {wildcards.machine} --replicate {wildcards.rep}"
         " --windows {params.windows} --window-s {params.window_s}"
         " --timeout-s {params.timeout} --threads {params.threads}"
+        " --foreign-cpu-max-share {params.foreign}"
         " --lock {params.lock:q} --out {output.duet} > {log} 2>&1"
 
 

@@ -58,6 +58,56 @@ the runner, the tables' labels and the report's guidance all read the row
 labelled).
 """
 
+DATA_FLOW = """## Data flow
+
+One study, left to right; each arrow is a rule (`rules/*.smk`) and each box a folder of files
+under `results/` that the next step reads, so a failed step loses nothing before it:
+
+```
+envs/*.yaml --build_env--> results/envs/<machine>/<env>.json (+ the venv under .envs/)
+           --probe_machine--> results/machines/<machine>/probe.latest.json
+           --run_duet (supervise_duet.py: two run_cell.py --serve workers)--> results/duets/
+           --run_cell (supervise_cell.py: one fresh run_cell.py per process)--> results/cells/
+             (plan_round / write_order between rounds: results/rounds/)
+           --tabulate_cells (driver/tables/)--> results/tables/*.csv, facts.json, study.xlsx
+           --render_report (driver/report/)--> results/report.html
+make publish: results/ --> docs/data/<machine>/<run>/ (the measurements, compressed)
+make republish: docs/data/ --> docs/index.html, docs/tables/, docs/study.xlsx, RESULTS.md
+```
+
+Every folder of `results/` is read through one object, `driver/tables/results.py` `Results`.
+"""
+
+# The extension points: (what is added, the files it takes, the test that performs the recipe)
+RECIPES = (
+    ("a framework", "its row in `scripts/tfspeed/frameworks.py`, its backend "
+     "`scripts/tfspeed/backends/<name>.py`, its env file `envs/<name><version>.yaml`",
+     "tests/unit/tfspeed/test_planted_framework.py::test_it_is_planned"),
+    ("a TF version", "its env file `envs/tf<major>.<minor>.yaml` (pins: README, Adding a TF version): it "
+     "joins the performance history and the headline's duets",
+     "tests/unit/study/test_plan.py::test_a_new_tf_version_is_one_env_file"),
+    ("a table", "its entry in `scripts/driver/tables/registry.py` and its builder (a function "
+     "the entry names)",
+     "tests/unit/tables/test_registry.py::test_a_new_comparison_is_one_entry_and_one_builder"),
+    ("a report section", "its module under `scripts/driver/report/sections/` (`ID`, `TITLE`, "
+     "`ORDER`, `build(data)`) and its template `report/sections/_<ID>.html.j2`",
+     "tests/unit/report/test_sections.py::test_a_new_section_is_one_module_and_one_template"),
+    ("your own model", "a study file naming it under `models:` (layers from the catalogue in "
+     "`scripts/tfspeed/models.py`), run with `make own CONFIG=<file>`",
+     "tests/unit/study/test_plan.py::test_user_model_cell_carries_its_spec"),
+)
+
+
+def recipes() -> str:
+    out = ["## Recipes: one place for each kind of change", "",
+           "Each recipe is performed by the test named beside it (a planted framework, env file, "
+           "table, section or model goes through the real code); "
+           "`tests/unit/docs/test_architecture.py` checks that each named test exists.", "",
+           "| to add | touch | the test that does it |", "| --- | --- | --- |"]
+    out += [f"| {what} | {files} | `{test}` |" for what, files, test in RECIPES]
+    return "\n".join(out) + "\n"
+
+
 # (folder under scripts/, heading) in the order of the page
 PACKAGES = [
     ("", "Entry points (`scripts/*.py`)"),
@@ -87,7 +137,7 @@ def modules(folder: str) -> list[Path]:
 
 
 def page() -> str:
-    out = [INTRO]
+    out = [INTRO, DATA_FLOW, recipes()]
     for folder, heading in PACKAGES:
         out += [f"## {heading}", "", "| module | what it holds |", "| --- | --- |"]
         for path in modules(folder):

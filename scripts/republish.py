@@ -38,7 +38,6 @@ import argparse
 import contextlib
 import datetime
 import glob
-import hashlib
 import inspect
 import json
 import os
@@ -53,7 +52,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.report.fmt import wall_text  # noqa: E402
+from driver.report.provenance_page import (  # noqa: E402
+    REGENERATED_LINE,
+    provenance_note,
+    sha256,
+)
 from driver.report.results_page import results_page  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,21 +66,12 @@ RUN_JSON = "run.json"
 # nothing else under docs/ is touched.
 DERIVED = ("index.html", "study.xlsx", "RESULTS.md", "PROVENANCE.md")
 TABLES = "tables"
-REGENERATED_LINE = "- regenerated at commit: "
 # What a run's archive may hold: folders of results/ that aggregation reads.
 MEMBER_FOLDERS = ("cells", "rounds", "machines", "duets")
 
 
 class RepublishError(Exception):
     pass
-
-
-def sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def parse_utc(value) -> datetime.datetime | None:
@@ -191,69 +185,6 @@ def fix_workbook_dates(path: Path, when: datetime.datetime) -> None:
                 data = text.encode("utf-8")
             dst.writestr(info, data, compress_type=info.compress_type)
     os.replace(out, path)
-
-
-def _machine_text(facts: dict) -> str:
-    """'AMD EPYC, 2 CPUs, no GPU' from a run's machine facts."""
-    gpus = facts.get("gpus")
-    names = [str(g.get("name") if isinstance(g, dict) else g) for g in gpus] if gpus else []
-    return "%s, %s CPUs, %s" % (facts.get("cpu_model") or "CPU unknown",
-                                facts.get("cpu_count") or "?",
-                                "GPU " + ", ".join(names) if names else "no GPU")
-
-
-def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit=None) -> str:
-    """PROVENANCE.md: per published run its machine key and fingerprint, the commit that timed
-    it, its dates and wall time; which runs the derived files come from; the derived files'
-    checksums; and, on the one line the check ignores, the commit that regenerated them."""
-    used_ids = {(r["machine"], r["run_id"]) for r in used}
-    lines = [
-        "# Published tfspeed results: provenance",
-        "",
-        "The measurements are under [`data/`](data/): one folder per machine key, one per run",
-        "in it, each with its `run.json` and every process's cell file (all samples) in",
-        "`processes.tar.xz` ([publishing](publishing.md)). Everything else here, `index.html`,",
-        "`study.xlsx`, `tables/`, `RESULTS.md` and this page, is regenerated from them by the",
-        "current code (`make republish`, scripts/republish.py); `tests/unit/docs/test_published.py`",
-        "fails when a committed file differs from what the code gives.",
-        "",
-        "## Runs",
-        "",
-    ]
-    if not runs:
-        lines.append("No run is published yet: `docs/data/` holds none. The report published "
-                     "before the measurements were kept is in [the archive](archive/README.md), "
-                     "not current and not regenerable.")
-    else:
-        lines += ["| machine key | run | machine | fingerprint | run commit | first start (UTC) "
-                  "| last end (UTC) | wall time | processes (ok) | in the derived files |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for run in runs:
-            fp = (run.get("fingerprint") or {}).get("hash") or "none recorded"
-            commit = run.get("commit") or "unknown"
-            lines.append("| %s | [%s](data/%s/%s/run.json) | %s | `%s` | `%s` (%s) | %s | %s | %s "
-                         "| %s (%s) | %s |" % (
-                             run["machine"], run["run_id"], run["machine"], run["run_id"],
-                             _machine_text(run.get("machine_facts") or {}),
-                             str(fp)[:16], str(commit)[:12], run.get("commit_source") or "?",
-                             run.get("started_utc"), run.get("ended_utc"),
-                             wall_text(run.get("wall_s")), run.get("processes"), run.get("ok"),
-                             "yes" if (run["machine"], run["run_id"]) in used_ids else
-                             "no (an older run of this key)"))
-        primary = used[-1] if used else None
-        if primary:
-            lines += ["", "The analysis settings (reference env, level, equivalence band, FDR) are "
-                      "those of the newest run, %s/%s." % (primary["machine"], primary["run_id"])]
-    lines += ["", "## Derived files", ""]
-    if files:
-        lines += ["| file | bytes | sha256 |", "| --- | ---: | --- |"]
-        for name in sorted(files):
-            path = files[name]
-            lines.append("| %s | %d | `%s` |" % (name, path.stat().st_size, sha256(path)))
-    else:
-        lines.append("None besides this page, the results page and the placeholder report.")
-    lines += ["", REGENERATED_LINE + ("`%s`" % code_commit if code_commit else "(not recorded)")]
-    return "\n".join(lines) + "\n"
 
 
 PLACEHOLDER = """<!doctype html>

@@ -145,7 +145,7 @@ def serve(cell, rule_dict, framework):
       quit         exit
     The coordinator alternates two such workers window by window, so both sides of a
     comparison see the same state of the machine."""
-    from tfspeed import timing
+    from tfspeed import machine, timing
 
     rule = timing.Rule(**rule_dict)
     per = float(rule.steps_per_call)
@@ -156,8 +156,10 @@ def serve(cell, rule_dict, framework):
         if not words:
             continue
         if words[0] == "window":
+            meter = machine.CpuWindow()  # this worker's own session: the rest is foreign
+            meter.start()
             samples = _window(prepared.step, float(words[1]), 5, per)
-            _reply("window", {"samples_s": samples})
+            _reply("window", {"samples_s": samples, "cpu": meter.stop()})
         elif words[0] == "rebuild":
             _clear_session(framework, cell)
             prepared, facts = _build(cell, rule, framework)

@@ -339,12 +339,15 @@ def main():
         study["timed_share"] = study["study_wall_s"] = None
     else:
         study, pairs = quick_study(args, default, quick)
+    # the shift common to every pair (run against run, even rounds against odd) out first
+    pairs, study["aa_shift"] = calibration.centred_pairs(pairs, default["stop"]["level"])
     aa = calibration.aa_figures(pairs.get("p", []), pairs.get("ratio_ci_low", []),
                                 pairs.get("ratio_ci_high", []), study["threshold"],
                                 default["stop"]["level"])
-    print("%s: %d A/A pairs; between-process sd: median %.3f; within-process CI half-width / "
-          "median: median %.4f" % (study.get("aa_source", "quick study"), len(pairs),
-                                   study["between_sd_median"], study["ci_rel_median"]))
+    print("%s: %d A/A pairs (their common shift %.4f taken out); between-process sd: median "
+          "%.3f; within-process CI half-width / median: median %.4f"
+          % (study.get("aa_source", "quick study"), len(pairs), study["aa_shift"],
+             study["between_sd_median"], study["ci_rel_median"]))
 
     if args.from_runs:
         # what each run's verdicts decide (goals: >= 80 % of the rows inside the margin end

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from driver.study import duet, layout, probe, provenance  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
+from tfspeed import machine  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,6 +99,13 @@ def supervise(args):
                        left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
                        alternation_s=out["alternation_s"])
             rec.update(summarize(out["windows"]))
+            # other processes' CPU over the timed windows, as a cell meters it (each window
+            # taken by one worker while the other waits on its next command)
+            cpu = machine.combine_windows(workers["a"].cpu + workers["b"].cpu)
+            rec["cpu_window"] = cpu
+            rec["foreign_cpu_max_share"] = args.foreign_cpu_max_share
+            rec["foreign_cpu_flag"] = (machine.foreign_flag(cpu, args.foreign_cpu_max_share)
+                                       if cpu else None)
         except Exception as exc:  # any failure is this duet's, written down, never the study's
             rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
                        log_tail="\n".join(tail))
@@ -124,6 +132,9 @@ def main(argv=None):
     parser.add_argument("--window-s", type=float, required=True)
     parser.add_argument("--timeout-s", type=int, default=900)
     parser.add_argument("--threads", default="auto")
+    parser.add_argument("--foreign-cpu-max-share", type=float, default=0.05,
+                        help="flag the duet when other processes used more CPU (cores) while it "
+                             "timed (config foreign_cpu_max_share)")
     parser.add_argument("--lock", default=None)
     parser.add_argument("--out", required=True)
     supervise(parser.parse_args(argv))

@@ -48,6 +48,27 @@ def foreign_resolution_share(wall_s, busy_cores, ncpu, own_processes, hz=_HZ, z=
     return z * math.sqrt(variance) / hz / wall_s
 
 
+def combine_windows(windows):
+    """One meter over several timed windows (a duet's, each taken by one worker while the other
+    waits): foreign and own CPU summed over them, the share over their summed wall time, and the
+    resolution of the sum (the windows' sampling errors are independent: their variances add).
+    None where no window could be measured."""
+    got = [w for w in windows if w and w.get("foreign_cpu_share") is not None]
+    if not got:
+        return None
+    wall = sum(w["window_end_unix"] - w["window_start_unix"] for w in got)
+    foreign = sum(w["foreign_cpu_s"] for w in got)
+    variance = sum(((w.get("foreign_cpu_resolution_share") or 0.0)
+                    * (w["window_end_unix"] - w["window_start_unix"]) / RESOLUTION_Z) ** 2
+                   for w in got)
+    wall = max(wall, 1e-9)
+    return {"windows": len(got), "window_s": wall, "foreign_cpu_s": foreign,
+            "foreign_cpu_share": foreign / wall,
+            "own_cpu_s": sum(w.get("own_cpu_s") or 0.0 for w in got),
+            "steal_cpu_s": sum(w.get("steal_cpu_s") or 0.0 for w in got),
+            "foreign_cpu_resolution_share": RESOLUTION_Z * math.sqrt(variance) / wall}
+
+
 def foreign_flag(cpu, max_share):
     """True when the window's foreign CPU exceeds `max_share` by more than its resolution; None
     where it could not be measured."""

@@ -62,6 +62,31 @@ def aa_figures(p: Sequence[float], ci_low: Sequence[float], ci_high: Sequence[fl
             "ks_ok": bool(ks and ks.pvalue > 0.05)}
 
 
+def centred_pairs(pairs: pd.DataFrame, level: float = 0.95) -> tuple[pd.DataFrame, float]:
+    """A/A pairs (rows with ratio, se_log, df, n_left, n_right) with the shift common to all of
+    them taken out first (the median log ratio), their CI and p-value recomputed on what is left:
+    the A/A figures then test what each pair's CI claims to cover, as `cross_run(centre=True)`
+    does for cells. A shift common to every pair (two runs a day apart, or a study's even rounds
+    against its odd ones) is not in any pair's standard error and no comparison within a run sees
+    it; left in, it makes every pair look different at once and the figures fail for it alone.
+    Returns (pairs, shift as a ratio)."""
+    if pairs.empty or "se_log" not in pairs.columns:
+        return pairs, 1.0
+    ratio = pd.to_numeric(pairs["ratio"], errors="coerce").to_numpy(float)
+    se = pd.to_numeric(pairs["se_log"], errors="coerce").to_numpy(float)
+    ok = np.isfinite(ratio) & (ratio > 0) & np.isfinite(se) & (se > 0)
+    if not ok.any():
+        return pairs, 1.0
+    shift = float(np.median(np.log(ratio[ok])))
+    rows = []
+    for rec, good in zip(pairs.to_dict("records"), ok):
+        if good:
+            rec.update(moderated.from_se(math.log(rec["ratio"]) - shift, rec["se_log"],
+                                         rec["df"], rec["n_left"], rec["n_right"], level))
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=pairs.columns), math.exp(shift)
+
+
 def cross_run(est_a, se_a, df_a, est_b, se_b, df_b, level: float = 0.95,
               centre: bool = False) -> dict:
     """Cross-run calibration of matched estimates (logs; standard errors and df of each run).

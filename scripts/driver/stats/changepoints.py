@@ -21,9 +21,14 @@ gets one or more change points with probability alpha, and a later stage of the 
 (a shorter segment) faces the same, stricter-than-needed penalty.
 
 Size. Each change point's step is the ratio of the levels of the segments after and before it
-(process-weighted means of log medians) with a Student-t interval on sigma's degrees of freedom.
-The interval does not account for the change point having been selected by the same data: a step
-just over the penalty is, on average, a little overstated.
+(process-weighted means of log medians). Its interval is not the selection's own: a step is kept
+because its z^2 passed the penalty, so a plain t interval on the same data would exclude 1 by
+construction and confirm nothing. The interval is simultaneous instead, over every step the
+segmentation could have reported (every pair of adjacent segments [a, b) and [b, c) of the series):
+its critical value is the `level` quantile of max |z| over all of them under no change (Monte
+Carlo for the series' process counts, sigma studentized on its df), so it covers the true step
+of whichever change point was selected, and a step barely over the penalty can show an interval
+that includes 1 (the data found a change, but cannot size it apart from no change).
 """
 import math
 from collections.abc import Sequence
@@ -32,7 +37,6 @@ from functools import lru_cache
 import numpy as np
 import ruptures as rpt
 from ruptures.base import BaseCost
-from scipy import stats as sps
 
 N_SIM = 20000  # null simulations per penalty: the alpha of the penalty is within about +-0.003
 SIM_SEED = 20190902  # fixed: the same study always gets the same penalty
@@ -94,6 +98,32 @@ def penalty(counts: tuple, df: int, alpha: float) -> float:
     return float(np.quantile(max_split_z2(means, k) / scale, 1.0 - alpha))
 
 
+@lru_cache(maxsize=256)
+def step_critical(counts: tuple, df: int, level: float) -> float:
+    """The `level` quantile of max |z| over every pair of adjacent segments [a, b), [b, c) of a
+    flat series with these process counts per version (z: the difference of the two segments'
+    process-weighted means over its standard error, sigma estimated on `df` degrees of freedom;
+    Monte Carlo, fixed seed): the critical value of intervals simultaneous over every step a
+    segmentation could report."""
+    k = np.asarray(counts, dtype=float)
+    n = k.size
+    rng = np.random.default_rng(SIM_SEED + 1)
+    means = rng.standard_normal((N_SIM, n)) / np.sqrt(k)
+    scale = np.sqrt(rng.chisquare(df, N_SIM) / df)
+    best = np.zeros(N_SIM)
+    ck = np.concatenate([[0.0], np.cumsum(k)])
+    ckm = np.concatenate([np.zeros((N_SIM, 1)), np.cumsum(means * k, axis=1)], axis=1)
+    for a in range(n - 1):
+        for b in range(a + 1, n):
+            ka = ck[b] - ck[a]
+            left = (ckm[:, b] - ckm[:, a]) / ka
+            kc = ck[b + 1:] - ck[b]  # every c > b at once
+            right = (ckm[:, b + 1:] - ckm[:, [b]]) / kc
+            z = np.abs(right - left[:, None]) / np.sqrt(1.0 / ka + 1.0 / kc)
+            np.maximum(best, z.max(axis=1), out=best)
+    return float(np.quantile(best / scale, level))
+
+
 def segment(logs: Sequence[Sequence[float]], alpha: float = 0.05, level: float = 0.95) -> dict:
     """Change points of one series: logs[i] = the process log medians of version i (in version
     order). Returns {"change_points": [{"index", "ratio", "ratio_ci_low", "ratio_ci_high",
@@ -120,7 +150,7 @@ def segment(logs: Sequence[Sequence[float]], alpha: float = 0.05, level: float =
     algo = rpt.Binseg(custom_cost=WeightedL2(sigma), min_size=1, jump=1)
     bkps = algo.fit(np.column_stack([m, k])).predict(pen=pen)[:-1]
     edges = [0, *bkps, len(arrays)]
-    tq = float(sps.t.ppf(0.5 + level / 2, df))
+    crit = step_critical(counts, df, float(level))
     for j, b in enumerate(bkps):
         a, c = slice(edges[j], b), slice(b, edges[j + 2])
         ka, kc = k[a].sum(), k[c].sum()
@@ -128,7 +158,7 @@ def segment(logs: Sequence[Sequence[float]], alpha: float = 0.05, level: float =
         se = sigma * math.sqrt(1 / ka + 1 / kc)
         d = lc - la
         out["change_points"].append({
-            "index": int(b), "ratio": math.exp(d), "ratio_ci_low": math.exp(d - tq * se),
-            "ratio_ci_high": math.exp(d + tq * se), "z2": (d / se) ** 2,
+            "index": int(b), "ratio": math.exp(d), "ratio_ci_low": math.exp(d - crit * se),
+            "ratio_ci_high": math.exp(d + crit * se), "z2": (d / se) ** 2,
             "before_level_s": math.exp(la), "after_level_s": math.exp(lc)})
     return out

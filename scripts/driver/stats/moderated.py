@@ -134,3 +134,26 @@ def from_se(diff: float, se: float, df: float, n_left: int, n_right: int, level:
                p=min(1.0, 2.0 * t_sf(abs(diff) / se, df)), df=float(df), se_log=se,
                p_equivalent=p_eq, bound_pct=100.0 * math.expm1(abs(diff) + bound_half))
     return out
+
+
+def selected(out: dict, candidates: int, level: float = 0.95, margin: float = 0.10,
+             alpha_equivalence: float = 0.05) -> dict:
+    """A comparison whose two cells the data picked among `candidates` possible pairs (the
+    fastest cell of a group against the fastest of another): its figures made simultaneous over
+    every pair that could have been picked (Bonferroni), so they hold for the pair that was. The
+    CI is at level 1 - (1 - level) / candidates, the TOST and its bound at alpha / candidates,
+    and both p-values are multiplied by `candidates` (capped at 1). Without this the pick is a
+    winner's curse: the fastest of many near-equal cells looks faster than it is, and every
+    comparison against it overstates the gap. `candidates` <= 1, or figures without a standard
+    error, come back unchanged (with `candidates` recorded)."""
+    out = dict(out, candidates=int(max(candidates, 1)))
+    se, df = out.get("se_log", math.nan), out.get("df", math.nan)
+    if candidates <= 1 or not (isinstance(se, float) and se > 0 and df > 0):
+        return out
+    k = float(candidates)
+    again = from_se(math.log(out["ratio"]), se, df, out["n_left"], out["n_right"],
+                    1.0 - (1.0 - level) / k, margin, alpha_equivalence / k)
+    again["p"] = min(1.0, k * again["p"])
+    again["p_equivalent"] = min(1.0, k * again["p_equivalent"])
+    out.update(again)
+    return out

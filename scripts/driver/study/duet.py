@@ -56,6 +56,7 @@ class Worker(object):
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.tail = []
+        self.cpu = []  # each timed window's CPU meter (tfspeed/machine.py CpuWindow), in order
 
     def expect(self, tag):
         """Read lines until the protocol line `tag`; return its payload."""
@@ -97,7 +98,9 @@ class Worker(object):
 
     def window(self, seconds):
         self.send("window %g" % seconds)
-        return self.expect("window")["samples_s"]
+        reply = self.expect("window")
+        self.cpu.append(reply.get("cpu"))
+        return reply["samples_s"]
 
     def rebuild(self):
         self.send("rebuild")

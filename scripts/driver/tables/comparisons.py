@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver.stats import blocks, verdicts
+from driver.stats import blocks, moderated, verdicts
 from driver.stats import pooled as compare
 from driver.study import layout
 from driver.tables import labels
@@ -52,14 +52,19 @@ class Comparer:
     def learn_pairs(self) -> None:
         """Learn the paired prior from every pair asked for so far, and forget their results
         (the next call computes each pair with its covariance)."""
-        self.prior = blocks.PairedPrior.learn(self.fit, list(self._cache))
+        self.prior = blocks.PairedPrior.learn(self.fit, [k[:2] for k in self._cache])
         self._cache.clear()
 
-    def __call__(self, left_key: tuple, right_key: tuple) -> dict:
-        key = (left_key, right_key)
+    def __call__(self, left_key: tuple, right_key: tuple, candidates: int = 1) -> dict:
+        """The comparison of two cells; `candidates` > 1 when the data picked the pair among that
+        many (moderated.selected: simultaneous over them, so no winner's curse)."""
+        key = (left_key, right_key, candidates)
         if key not in self._cache:
             out = blocks.compare_paired(self.fit, left_key, right_key, self.prior, self.level,
                                         self.margin, self.alpha_equivalence)
+            if candidates > 1:
+                out = moderated.selected(out, candidates, self.level, self.margin,
+                                         self.alpha_equivalence)
             le = math.exp(self.fit[left_key]["mean"])
             re_ = math.exp(self.fit[right_key]["mean"])
             out.update(left_median_s=le, right_median_s=re_, pct=compare.seed_pct(le, re_),
@@ -202,16 +207,16 @@ def tf2_vs_tf1_table(cells: pd.DataFrame, comparer: Comparer, reference_env: str
 
 
 def _tf_reference(group: pd.DataFrame):
-    """The TF reference cell of one (machine, model, data, device, task): TensorFlow's fastest ok
-    cell (lowest cell median, any TF env, Keras flavour, mode, API and input), so that a row says
-    how far a way of running is from the best TF gives, not from its slowest path. Mode `numpy`
-    (the matmul micro-case in NumPy alone, no TensorFlow) is never the reference. Ties: the first
-    in the study's order."""
+    """The TF reference cell of one (machine, model, data, device, task) and how many cells it was
+    picked from: TensorFlow's fastest ok cell (lowest cell median, any TF env, Keras flavour,
+    mode, API and input), so that a row says how far a way of running is from the best TF gives,
+    not from its slowest path. Mode `numpy` (the matmul micro-case in NumPy alone, no TensorFlow)
+    is never the reference. Ties: the first in the study's order. (None, 0) without one."""
     cand = group[(group["framework"] == "tensorflow") & (group["mode"] != "numpy")
                  & group["median_s"].notna()]
     if cand.empty:
-        return None
-    return cand.loc[cand["median_s"].idxmin()].to_dict()
+        return None, 0
+    return cand.loc[cand["median_s"].idxmin()].to_dict(), len(cand)
 
 
 def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
@@ -219,22 +224,27 @@ def frameworks_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str
     ok cell of each env and mode (left) vs TensorFlow's fastest cell of the same model, data,
     device and task (right, see `_tf_reference`), the reference itself left out. Not a
     one-factor comparison: it answers "how far is the best way to train (or to infer) in X, in
-    this mode, from the best TensorFlow gives", the question of seeds 002 and 003."""
+    this mode, from the best TensorFlow gives", the question of seeds 002 and 003. Both sides
+    are picked by the same processes that compare them, so each row's CI, p-values and verdict
+    are simultaneous over every pair it could have picked (the left group's cells times the TF
+    cells: moderated.selected), never the winner's curse of a plain comparison with the fastest."""
     ok = ok_cells(cells)
     ok = ok.assign(_task=[task(a) for a in ok["api"]])
     sides = ["env", "framework", "framework_version", "keras", "mode", "api", "input"]
     rows = []
     for (machine, model, data, device, _), group in ok.groupby(
             ["machine", "model", "data", "device", "_task"], sort=False):
-        ref = _tf_reference(group)
+        ref, n_ref = _tf_reference(group)
         if ref is None:
             continue
+        sizes = group.groupby(["env", "mode"], sort=False)["median_s"].count()
         best = group.loc[group.groupby(["env", "mode"], sort=False)["median_s"].idxmin()]
         for cand in best.to_dict("records"):
             if cand["cell_id"] == ref["cell_id"] and cand["env"] == ref["env"]:
                 continue
             result = comparer((machine, cand["env"], cand["cell_id"]),
-                              (machine, ref["env"], ref["cell_id"]))
+                              (machine, ref["env"], ref["cell_id"]),
+                              candidates=int(sizes[(cand["env"], cand["mode"])]) * n_ref)
             row = {"machine": machine, "model": model, "data": data, "device": device}
             for c in sides:
                 row[f"left_{c}"], row[f"right_{c}"] = cand[c], ref[c]
@@ -263,7 +273,8 @@ def frameworks_best_table(cells: pd.DataFrame, comparer: Comparer,
     fastest, both picked by their cell estimates. The answer to "is the best way to train in X
     faster than the best way in TensorFlow". Its rows take part in the study's one
     Benjamini-Hochberg family like every comparison. The picks are made on the same processes
-    that test them, which favours the picked cells a little (by at most their own CI)."""
+    that test them, so each row is made simultaneous over every pair it could have picked (the
+    family's cells times TensorFlow's: moderated.selected), which removes the winner's curse."""
     ok = ok_cells(cells)
     ok = ok.assign(task=[task(a) for a in ok["api"]])
     ok = ok[ok["task"].isin(["train", "infer"]) & ok["median_s"].notna()]
@@ -274,12 +285,14 @@ def frameworks_best_table(cells: pd.DataFrame, comparer: Comparer,
             ["machine", "model", "data", "device", "task"], sort=False):
         best = {fam: part.loc[part["median_s"].idxmin()].to_dict()
                 for fam, part in group.groupby("family", sort=True)}
+        sizes = group.groupby("family", sort=True)["median_s"].count()
         tf = best.pop("TensorFlow", None)
         if tf is None:
             continue
-        for other in best.values():
+        for fam, other in best.items():
             result = comparer((machine, other["env"], other["cell_id"]),
-                              (machine, tf["env"], tf["cell_id"]))
+                              (machine, tf["env"], tf["cell_id"]),
+                              candidates=int(sizes[fam]) * int(sizes["TensorFlow"]))
             row = {"machine": machine, "model": model, "data": data, "device": device,
                    "task": tsk}
             for c in sides:

@@ -40,7 +40,7 @@ KEYS = ["machine", "env", "cell_id"]
 COLUMNS = [
     "machine", "env", "cell_id", "mode", "keras", "api", "left_env", "right_env", "left_cell_id",
     "right_cell_id", "left_keras", "right_keras", "left_framework_version",
-    "right_framework_version", "n", "n_failed", "ratio", "ratio_ci_low", "ratio_ci_high",
+    "right_framework_version", "n", "n_failed", "n_flagged", "ratio", "ratio_ci_low", "ratio_ci_high",
     "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_adjusted", "p_threshold",
     "p_equivalent", "tost_ci_low", "tost_ci_high", "tost_level",
     "bound_pct", "verdict", "simultaneous_low", "simultaneous_high", "left_median_s",
@@ -86,6 +86,9 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
            "left_framework_version": first.get("left_framework_version"),
            "right_framework_version": first.get("right_framework_version"),
            "n": n, "n_failed": len(recs) - n,
+           # ok duets during whose timed windows other processes used more CPU than
+           # foreign_cpu_max_share (beyond the meter's resolution): kept, and counted here
+           "n_flagged": sum(bool(r.get("foreign_cpu_flag")) for r in ok),
            "reason": "; ".join(sorted({r.get("reason", "") for r in recs
                                        if r["status"] != "ok"})) or None,
            "ratio": nan, "log_ratio": nan, "se_log": nan, "df": nan, "sd_log": nan, "p": nan,

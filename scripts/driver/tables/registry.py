@@ -131,14 +131,18 @@ REGISTRY = [
           "env and mode (left) vs TensorFlow's fastest cell of the same model, data, device and "
           "task (right: any TF env, Keras, mode, API and input; never NumPy-only matmul), so a "
           "row says how far that way of running is from the best TF gives. The reference is "
-          "the same on every row of a model, data and task; it has no row of its own.",
+          "the same on every row of a model, data and task; it has no row of its own. Both "
+          "sides are picked by the processes that test them, so each row's CI, p-values and "
+          "verdict are simultaneous over every pair it could have picked (Bonferroni): no "
+          "winner's curse in TensorFlow's favour.",
           build=_COMPARISONS + "frameworks_table"),
     Table("frameworks_best", "Frameworks: best vs best", "framework", None, None,
           "+ when the other framework's best is faster than TensorFlow's best",
           "Per model, data, device and task (training or inference): each other framework's "
           "fastest cell (any env, mode, API and input; PyTorch, Keras 3 on JAX, Keras 3 on "
           "torch) (left) vs TensorFlow's fastest cell (right), both picked by their cell "
-          "estimates: who wins, by how much, with the verdict.",
+          "estimates: who wins, by how much, with the verdict, simultaneous over every pair "
+          "that could have been picked (no winner's curse).",
           build=_COMPARISONS + "frameworks_best_table", shown_apart=True),
     Table("machines", "Machines", "machine", None, None,
           "+ when the first machine (alphabetical) is faster",
@@ -166,7 +170,9 @@ REGISTRY = [
           "where its step time stepped up (slower) or down (faster), found by binary "
           "segmentation on the processes' log medians with a penalty that gives a flat series "
           "a false change point with probability alpha (the study's q); ratio = the level "
-          "after / before with its CI. A series without change points has one row, direction "
+          "after / before with its CI, simultaneous over every step the segmentation could "
+          "have reported (not the selection's own, so it can hold 1 where a step is found but "
+          "cannot be sized apart from none). A series without change points has one row, direction "
           "none. See docs/releases.md.",
           build="driver.tables.releases:changepoints_table"),
     Table("guidance", "DO and DON'T", None, None, None, "",

@@ -29,3 +29,17 @@ def test_the_check_fails_on_a_stale_page(tmp_path, monkeypatch):
     monkeypatch.setattr(architecture_doc, "PAGE", stale)
     assert architecture_doc.main(["--check"]) == 1
 
+
+
+def test_every_recipe_names_a_test_that_exists():
+    """Each recipe of the page is performed by a test: its file holds a test of that name."""
+    import ast
+
+    assert len(architecture_doc.RECIPES) >= 5
+    for what, _, test in architecture_doc.RECIPES:
+        path, name = test.split("::")
+        tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name in names, (what, test)
+    page = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert "## Recipes" in page and "## Data flow" in page

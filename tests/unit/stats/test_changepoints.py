@@ -54,8 +54,53 @@ def test_two_steps_up_and_down_and_coverage_of_step_size():
                 covered += points[index]["ratio_ci_low"] < ratio < points[index]["ratio_ci_high"]
     assert both >= 0.98 * n
     assert sps.binomtest(extra, n).proportion_ci(0.99).low <= 0.05
+    # the intervals are simultaneous over every step the segmentation could report, so a
+    # clear step's interval covers at least at the nominal rate
     ci = sps.binomtest(covered, total).proportion_ci(0.99)
-    assert ci.low <= 0.95 <= ci.high
+    assert ci.high >= 0.95
+
+
+def brute_max_abs_z(means, k):
+    """max |z| over every pair of adjacent segments [a, b), [b, c), written out plainly."""
+    n, best = len(means), 0.0
+    for a in range(n - 1):
+        for b in range(a + 1, n):
+            for c in range(b + 1, n + 1):
+                ka, kc = k[a:b].sum(), k[b:c].sum()
+                left = (k[a:b] * means[a:b]).sum() / ka
+                right = (k[b:c] * means[b:c]).sum() / kc
+                best = max(best, abs(right - left) / math.sqrt(1 / ka + 1 / kc))
+    return best
+
+
+@pytest.mark.parametrize("counts", [(3, 3, 4, 3, 3, 5), (4,) * 8])
+def test_step_critical_is_simultaneous_over_every_reportable_step(counts):
+    """Flat series (sigma known, so df large): max |z| over every adjacent-segment step, by a
+    brute-force loop, exceeds the critical value in about 1 - level of series (binomial CI); a
+    plain t quantile, the selection's own interval, is exceeded far more often (the check fails
+    it)."""
+    k = np.array(counts, dtype=float)
+    crit = cp.step_critical(counts, 100000, 0.95)
+    rng = np.random.default_rng(7)
+    zs = [brute_max_abs_z(rng.standard_normal(k.size) / np.sqrt(k), k) for _ in range(1500)]
+    beyond = sum(z > crit for z in zs)
+    ci = sps.binomtest(beyond, len(zs)).proportion_ci(0.99)
+    assert ci.low <= 0.05 <= ci.high, (beyond, crit)
+    plain = sum(z > sps.norm.ppf(0.975) for z in zs)
+    assert sps.binomtest(plain, len(zs)).proportion_ci(0.99).low > 0.05
+    # the set holds every split of the whole series, so the bar is never below the penalty's
+    assert crit ** 2 >= cp.penalty(tuple(counts), 100000, 0.05)
+
+
+def test_a_step_barely_over_the_penalty_can_have_an_interval_holding_one():
+    """Not the selection's own interval: of the steps found in series with a small planted step
+    (near the detection limit), some intervals include 1; with the plain t interval none could,
+    since the penalty exceeds t^2."""
+    rng = np.random.default_rng(5)
+    found = [c for _ in range(200)
+             for c in cp.segment(series(rng, steps=[(11, 1.06)]))["change_points"]]
+    assert found
+    assert any(c["ratio_ci_low"] <= 1.0 <= c["ratio_ci_high"] for c in found)
 
 
 def test_flat_series_false_change_points_at_nominal_rate():

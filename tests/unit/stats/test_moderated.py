@@ -228,3 +228,46 @@ def test_paired_aa_rate_stays_nominal_and_unpaired_is_conservative():
     unpaired_rate = float(np.mean(np.array(unpaired_p) <= 0.05))
     assert 0.03 <= paired_rate <= 0.075
     assert unpaired_rate < 0.02
+
+
+def _curse_rate(k_candidates: int, adjust: bool, n_sim: int = 2000, seed: int = 3) -> tuple:
+    """A cell against the fastest of k equal cells (every true ratio 1, se known): how often the
+    comparison calls a difference at 0.05, and how often its CI misses the picked pair's true
+    ratio (1)."""
+    rng = np.random.default_rng(seed)
+    se_cell, df = 0.03, 200.0
+    hits = misses = 0
+    for _ in range(n_sim):
+        left = rng.normal(0.0, se_cell)
+        right = rng.normal(0.0, se_cell, k_candidates).min()
+        out = moderated.from_se(left - right, se_cell * math.sqrt(2), df, 4, 4)
+        if adjust:
+            out = moderated.selected(out, k_candidates)
+        hits += out["p"] <= 0.05
+        misses += not out["ratio_ci_low"] <= 1.0 <= out["ratio_ci_high"]
+    return hits, misses, n_sim
+
+
+def test_selected_pair_keeps_its_error_rate_where_the_plain_comparison_fails():
+    """The winner's curse planted: against the fastest of 20 equal cells a plain comparison calls
+    a difference (and its CI misses the truth) far above 5 %, which the check shows; made
+    simultaneous over the 20 candidates (moderated.selected) both rates are at or below 5 %."""
+    hits, misses, n = _curse_rate(20, adjust=False)
+    assert sps.binomtest(hits, n).proportion_ci(0.99).low > 0.05
+    assert sps.binomtest(misses, n).proportion_ci(0.99).low > 0.05
+    hits, misses, n = _curse_rate(20, adjust=True)
+    assert sps.binomtest(hits, n).proportion_ci(0.99).low <= 0.05
+    assert sps.binomtest(misses, n).proportion_ci(0.99).low <= 0.05
+
+
+def test_selected_with_one_candidate_changes_nothing():
+    out = moderated.from_se(0.05, 0.02, 12.0, 4, 4)
+    same = moderated.selected(out, 1)
+    assert same.pop("candidates") == 1
+    assert same == out
+    wider = moderated.selected(out, 10)
+    assert wider["ratio_ci_low"] < out["ratio_ci_low"] and wider["ratio_ci_high"] > out[
+        "ratio_ci_high"]
+    assert wider["p"] == pytest.approx(min(1.0, 10 * out["p"]))
+    assert wider["p_equivalent"] == pytest.approx(min(1.0, 10 * out["p_equivalent"]))
+    assert wider["bound_pct"] > out["bound_pct"]

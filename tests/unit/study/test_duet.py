@@ -70,6 +70,10 @@ def test_real_workers_take_turns_and_rebuild():
         assert set(rec["ready"]) == {"a", "b"}
         assert [len(rec["windows"][s]) for s in "ab"] == [4, 4]
         assert all(len(w) >= 5 for s in "ab" for w in rec["windows"][s])
+        # each window metered by its worker (the other processes' CPU while it timed)
+        assert [len(workers[s].cpu) for s in "ab"] == [4, 4]
+        if os.path.exists("/proc/stat"):
+            assert all(c["foreign_cpu_share"] is not None for s in "ab" for c in workers[s].cpu)
         assert "first_call_s" in workers["a"].rebuild()
         again, _ = duet.alternate(workers, 2, 0.01)
         assert len(again["b"]) == 2

@@ -262,3 +262,23 @@ def test_duets_in_their_planned_order():
     params = plan.duet_params(d.env, d.cell_id)
     assert params["reference_env"] == cfg["reference_env"]
     assert json.loads(params["rule"]) == plan.stop_rule(d.cell["model"], d.cell["api"])
+
+
+# ---------------------------------------------------------------------------------- recipes
+
+def test_a_new_tf_version_is_one_env_file(tmp_path):
+    """docs/ARCHITECTURE.md's recipe "a TF version": an env file in an env folder, nothing else.
+    A planted TF 2.22 joins the performance history (every mode and Keras its users get) and the
+    headline's duets against the reference, in both modes."""
+    spec = (REPO / "envs" / "tf2.21.yaml").read_text()
+    (tmp_path / "tf2.22.yaml").write_text(
+        spec.replace("tfspeed-tf2.21", "tfspeed-tf2.22")
+            .replace("tensorflow-cpu==2.21.0", "tensorflow-cpu==2.22.0rc0"))
+    plan = StudyPlan(config(env_dirs=["envs", str(tmp_path)]), REPO)
+    assert "tf2.22" in plan.envs
+    history = [c for e, c in plan.cells if e == "tf2.22"]
+    assert {c["mode"] for c in history} == {"graph", "eager"}
+    assert {c["keras"] for c in history} >= {"keras3", "tf_keras"}
+    duets = [d for d in plan.duets if d.env == "tf2.22"]
+    assert {d.cell["mode"] for d in duets} == {"graph", "eager"}
+    assert {d.reference_env for d in duets} == {plan.reference_env}

@@ -147,3 +147,42 @@ def test_a_quiet_real_machine_rarely_flags():
                     % os.getloadavg()[0])
     flags = [machine.foreign_flag(_window(0.5), 0.05) for _ in range(20)]
     assert sum(flags) <= 2, flags
+
+
+def duet_windows(rng, hog_cores=0, windows=16, wall=0.25):
+    """A duet's meters: `windows` short windows, each as CpuWindow.stop() reports it."""
+    out, t = [], 0.0
+    for _ in range(windows):
+        share, busy = simulate_window(rng, hog_cores, wall=wall)
+        out.append({"window_start_unix": t, "window_end_unix": t + wall,
+                    "foreign_cpu_s": share * wall, "foreign_cpu_share": share,
+                    "own_cpu_s": 0.1, "steal_cpu_s": 0.0,
+                    "foreign_cpu_resolution_share":
+                        machine.foreign_resolution_share(wall, busy, NCPU, 1, hz=HZ)})
+        t += 2 * wall
+    return out
+
+
+def test_a_duets_windows_combine_into_one_calibrated_flag():
+    """A duet's 16 windows of 0.25 s (machine.combine_windows): on a quiet machine the combined
+    flag fires in about 1 % of duets (binomial CI), a hog of one core is always flagged, and the
+    combined resolution is the windows' added in variance (one window's / sqrt(16) when alike);
+    a combination that adds the errors as if they were one (one window's / 16) flags a quiet
+    machine far more often: the check can fail."""
+    rng = np.random.default_rng(8)
+    n, flagged, planted = 600, 0, 0
+    for _ in range(n):
+        combined = machine.combine_windows(duet_windows(rng))
+        flagged += machine.foreign_flag(combined, 0.05)
+        too_fine = combined["foreign_cpu_resolution_share"] / 4
+        planted += machine.foreign_flag(dict(combined, foreign_cpu_resolution_share=too_fine),
+                                        0.05)
+    assert upper95(flagged, n) < 0.03, flagged
+    assert planted / n > 0.05, planted
+    hog = [machine.foreign_flag(machine.combine_windows(duet_windows(rng, hog_cores=1)), 0.05)
+           for _ in range(50)]
+    assert all(hog)
+    same = [{"window_start_unix": 0.0, "window_end_unix": 0.25, "foreign_cpu_s": 0.0,
+             "foreign_cpu_share": 0.0, "foreign_cpu_resolution_share": 0.2}] * 16
+    assert machine.combine_windows(same)["foreign_cpu_resolution_share"] == pytest.approx(0.05)
+    assert machine.combine_windows([None, {"foreign_cpu_share": None}]) is None

@@ -2,16 +2,64 @@
 (template `_time.html.j2`: the module is not named `time`, which is the standard library's)."""
 import math
 
-from driver.report import views
-from driver.report.figures import COMPUTE_BOUND, OVERHEAD_BOUND, time_figures
+import pandas as pd
+
+from driver.report.figures import COMPUTE_BOUND, OVERHEAD_BOUND, achieved_flops, time_figures
+from driver.report.fmt import cell, col, config_label, fmt_ms, fmt_num, ncol, num, records, text
 
 ID, TITLE, ORDER = "time", "Where the time goes", 60
 
 
 def build(data) -> dict:
-    peaks = views.measured_peaks(data.cells)
-    tt = views.time_table(data.ok, peaks)
+    peaks = measured_peaks(data.cells)
+    tt = time_table(data.ok, peaks)
     return {"figures": time_figures(data.ok, data.order, peaks), **tt,
             "compute_bound": COMPUTE_BOUND, "overhead_bound": OVERHEAD_BOUND,
             "peaks": [(m, "not measured" if math.isnan(p) else f"{p * 1e-9:,.1f} GFLOP/s")
                       for m, p in sorted(peaks.items())]}
+
+
+def measured_peaks(cells: pd.DataFrame) -> dict:
+    """machine -> attainable FLOP/s: the `peak_flops` that aggregation put on every cell of a
+    machine (its fastest matmul cell); NaN for a machine without a matmul cell."""
+    if not len(cells):
+        return {}
+    peaks = ncol(cells, "peak_flops").groupby(col(cells, "machine").map(text)).max()
+    return {machine: float(peak) for machine, peak in peaks.items()}
+
+
+def time_table(ok: pd.DataFrame, peaks: dict) -> dict:
+    """Per cell: first call, median, their ratio, achieved FLOP/s, efficiency, retraces."""
+    df = ok.copy()
+    df["_ach"] = achieved_flops(df)
+    eff = ncol(df, "efficiency")
+    peak_of = col(df, "machine").map(lambda m: peaks.get(text(m), math.nan))
+    df["_eff"] = eff.where(eff.notna(), df["_ach"] / pd.to_numeric(peak_of, errors="coerce"))
+    columns = [{"label": c, "num": n} for c, n in (
+        ("env", False), ("model-data", False), ("configuration", False),
+        ("first call ms", True), ("median ms", True), ("first / median", True),
+        ("GFLOP/s", True), ("of peak", True), ("bound", False), ("retraces", True))]
+    rows = []
+    for r in records(df):
+        first, med = num(r.get("first_call_s")), num(r.get("median_s"))
+        e = num(r.get("_eff"))
+        bound = ("–" if math.isnan(e) else "compute" if e >= COMPUTE_BOUND
+                 else "overhead" if e < OVERHEAD_BOUND else "mixed")
+        rows.append([
+            cell(text(r.get("env"))),
+            cell(f"{text(r.get('model'))}-{text(r.get('data'))}"),
+            cell(config_label(r)),
+            cell(fmt_ms(first), "num", v=first),
+            cell(fmt_ms(med), "num", v=med),
+            cell(fmt_num(first / med if med > 0 else math.nan, ",.0f"), "num",
+                 v=first / med if med > 0 else None),
+            cell(fmt_num(num(r.get("_ach")) * 1e-9, ",.2f"), "num", v=num(r.get("_ach"))),
+            cell("–" if math.isnan(e) else f"{e:.1%}", "num", v=e),
+            cell(bound, {"overhead": "neg", "compute": "pos"}.get(bound, "")),
+            cell(text(r.get("retraces"), "–"), "num", v=num(r.get("retraces"))),
+        ])
+    counts = {}
+    for row in rows:
+        counts[row[8]["text"]] = counts.get(row[8]["text"], 0) + 1
+    return {"table": {"id": "t-time", "columns": columns, "rows": rows}, "bounds": counts,
+            "retraced": int((ncol(df, "retraces") > 0).sum())}
