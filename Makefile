@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish republish report lock clean-results retry-failed unlock compare-runs reference own dimension components measure-fork architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish retabulate report lock clean-results retry-failed unlock compare-runs reference own dimension components measure-fork architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -81,6 +81,10 @@ reference: venv  ## regenerate docs/reference/ (tables, config keys, cell axes, 
 
 lock: venv  ## lock each env that takes all its packages from PyPI, with hashes (envs/<name>.lock.txt), used by later builds
 	$(BIN)/python scripts/lock_envs.py $(ARGS)
+
+retabulate: venv  ## a run's tables and report again from its measurements by the current code: make retabulate R=<results dir>
+	@test -n "$(R)" || { echo "usage: make retabulate R=<results dir>" >&2; exit 2; }
+	$(BIN)/python scripts/republish.py --retabulate $(R)
 
 compare-runs: venv  ## do two runs agree? make compare-runs A=<results dir> B=<results dir>
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-runs A=<results dir> B=<results dir>" >&2; exit 2; }

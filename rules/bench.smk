@@ -21,14 +21,14 @@ rule run_cell:
         rule=rule_params,
         manifest=manifest_arg,
         timeout=config["cell_timeout_s"],
-        memory=config["cell_memory_mb"],
+        memory_mb=config["cell_memory_mb"],
         threads=config["threads"],
         foreign=config["foreign_cpu_max_share"],
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --cell {params.cell:q} --rule {params.rule:q}"
         " {params.manifest} --env {wildcards.env} --machine {wildcards.machine}"
-        " --repeat {wildcards.rep} --timeout-s {params.timeout} --memory-mb {params.memory}"
+        " --repeat {wildcards.rep} --timeout-s {params.timeout} --memory-mb {params.memory_mb}"
         " --threads {params.threads} --foreign-cpu-max-share {params.foreign}"
         " --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
 
@@ -57,6 +57,7 @@ rule run_duet:
         timeout=config["cell_timeout_s"],
         threads=config["threads"],
         foreign=config["foreign_cpu_max_share"],
+        memory_mb=config["cell_memory_mb"],
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --cell {params.duet[cell]:q}"
@@ -66,7 +67,7 @@ rule run_duet:
         " --machine {wildcards.machine} --replicate {wildcards.rep}"
         " --windows {params.windows} --window-s {params.window_s}"
         " --timeout-s {params.timeout} --threads {params.threads}"
-        " --foreign-cpu-max-share {params.foreign}"
+        " --foreign-cpu-max-share {params.foreign} --memory-mb {params.memory_mb}"
         " --lock {params.lock:q} --out {output.duet} > {log} 2>&1"
 
 

@@ -41,8 +41,9 @@ Two packages run on two sides of one boundary:
 - `scripts/driver/` runs on the **workflow's Python** (3.11+) in four layers whose imports only run
   downward (`tests/unit/test_layers.py`): `study` and `stats` at the bottom, then `tables`, then
   `report`.
-- `scripts/*.py` are the entry points: the rules' scripts and the `make` targets' commands. They
-  may import any layer.
+- `scripts/*.py` are the entry points, in three roles (listed apart below, each read from where
+  the script is named): the rules' scripts, the `make` targets' commands, and the in-env worker
+  `run_cell.py` (which imports `tfspeed/` only). The others may import any layer.
 
 No module of either package imports itself back through a chain of imports
 (`tests/unit/test_layers.py` checks every import, also those inside functions).
@@ -136,10 +137,36 @@ def modules(folder: str) -> list[Path]:
     return sorted(p for p in (SCRIPTS / folder).glob("*.py"))
 
 
+ROLES = (("rule", "the rules' scripts (named in `rules/*.smk`; Snakemake runs them)"),
+         ("make", "the `make` targets' commands (named in the `Makefile`)"),
+         ("worker", "the in-env worker (runs in a framework env's Python, started by "
+                    "`supervise_cell.py` and `supervise_duet.py`)"))
+
+
+def role(path: Path) -> str:
+    """An entry script's role, read from where it is named: rules/*.smk, the Makefile, else it is
+    the in-env worker that the rule scripts start."""
+    rules = " ".join(p.read_text(encoding="utf-8") for p in (REPO / "rules").glob("*.smk"))
+    in_rules = path.name in rules
+    in_make = f"scripts/{path.name}" in (REPO / "Makefile").read_text(encoding="utf-8")
+    if in_rules and in_make:
+        return "both"
+    return "rule" if in_rules else "make" if in_make else "worker"
+
+
 def page() -> str:
     out = [INTRO, DATA_FLOW, recipes()]
     for folder, heading in PACKAGES:
-        out += [f"## {heading}", "", "| module | what it holds |", "| --- | --- |"]
+        out += [f"## {heading}", ""]
+        if folder == "":  # the entry points, by role
+            for key, text in ROLES:
+                out += [f"{text[0].upper()}{text[1:]}:", "", "| script | what it does |",
+                        "| --- | --- |"]
+                out += [f"| `{p.name}` | {summary(p).replace('|', '/')} |"
+                        for p in modules(folder) if role(p) == key]
+                out.append("")
+            continue
+        out += ["| module | what it holds |", "| --- | --- |"]
         for path in modules(folder):
             name = path.relative_to(SCRIPTS).as_posix()
             out.append(f"| `{name}` | {summary(path).replace('|', '/')} |")

@@ -209,6 +209,49 @@ def empty_results_page() -> str:
             "regenerated.\n")
 
 
+def tabulate_results(results, config: dict, machine: str, now=None) -> None:
+    """Aggregate a results folder's cells and duets with the current code and render its report,
+    with the functions the workflow's rules call (driver/tables/aggregate.py for rule
+    tabulate_cells, driver/report/render.py for rule render_report): <results>/tables/,
+    study.xlsx and report.html are written again; the measurements are not touched. The folder
+    must be named `results` (the workflow's relative paths)."""
+    from driver.report.render import render
+    from driver.study import layout
+    from driver.tables import aggregate
+    from driver.tables.registry import NAMES
+
+    results = Path(results).resolve()
+    if results.name != "results":
+        raise RepublishError("%s: a results folder must be named results" % results)
+    with contextlib.chdir(results.parent):  # relative paths, as the workflow passes them
+        files = sorted(glob.glob("results/cells/*/*/*.r[0-9]*.json"))
+        orders = sorted(glob.glob("results/rounds/*/order[0-9]*.json"))
+        allocation = config["allocation"]
+        extra = {}
+        if "duet_files" in inspect.signature(aggregate.tabulate).parameters:
+            extra["duet_files"] = sorted(glob.glob("results/duets/*/*/*.json"))
+        time_budget = config.get("time_budget_min")
+        result = aggregate.tabulate(
+            files, config["reference_env"], config["noisy_threshold"],
+            config["stop"]["level"], config=config, q=config["fdr_q"],
+            min_effect=config["min_effect"],
+            allocation={"repeats": config["repeats"],
+                        "max_repeats": allocation["max_repeats"],
+                        "budget_s": allocation["budget_s"],
+                        "time_budget_s": None if time_budget is None else 60.0 * time_budget,
+                        "machine": machine},
+            now=now, spike_factor=config["spike_factor"], orders=orders,
+            alpha_equivalence=config["equivalence_alpha"], **extra)
+        tables = {name: Path(layout.TABLE_PATTERN.format(table=name)) for name in NAMES}
+        aggregate.write_outputs(result, layout.CELLS_CSV, tables, layout.WORKBOOK,
+                                layout.PROCESSES_JSON, layout.FACTS_JSON)
+        render(cells_csv=layout.CELLS_CSV, tables=[str(p) for p in tables.values()],
+               processes_json=layout.PROCESSES_JSON, facts_json=layout.FACTS_JSON,
+               template=str(REPO / "report" / "template.html.j2"),
+               out_html=layout.REPORT, machine=machine, config=config,
+               selfbench_path=None, now=now, previous_tables=None)
+
+
 def regenerate(docs, out, code_commit=None) -> dict:
     """Write every derived file of docs/ into `out` (a fresh folder), from docs/data; returns
     {name relative to docs: path}."""
@@ -226,10 +269,6 @@ def regenerate(docs, out, code_commit=None) -> dict:
                                            encoding="utf-8")
         written["PROVENANCE.md"] = out / "PROVENANCE.md"
         return written
-    from driver.report.render import render
-    from driver.study import layout
-    from driver.tables import aggregate
-    from driver.tables.registry import NAMES
     from driver.tables.results import Results
 
     primary = max(used, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))
@@ -242,33 +281,7 @@ def regenerate(docs, out, code_commit=None) -> dict:
         results = work / "results"
         for run in used:
             unpack(run, results)
-        with contextlib.chdir(work):  # relative paths, as the workflow passes them
-            files = sorted(glob.glob("results/cells/*/*/*.r[0-9]*.json"))
-            orders = sorted(glob.glob("results/rounds/*/order[0-9]*.json"))
-            allocation = config["allocation"]
-            extra = {}
-            if "duet_files" in inspect.signature(aggregate.tabulate).parameters:
-                extra["duet_files"] = sorted(glob.glob("results/duets/*/*/*.json"))
-            time_budget = config.get("time_budget_min")
-            result = aggregate.tabulate(
-                files, config["reference_env"], config["noisy_threshold"],
-                config["stop"]["level"], config=config, q=config["fdr_q"],
-                min_effect=config["min_effect"],
-                allocation={"repeats": config["repeats"],
-                            "max_repeats": allocation["max_repeats"],
-                            "budget_s": allocation["budget_s"],
-                            "time_budget_s": None if time_budget is None else 60.0 * time_budget,
-                            "machine": primary["machine"]},
-                now=now, spike_factor=config["spike_factor"], orders=orders,
-                alpha_equivalence=config["equivalence_alpha"], **extra)
-            tables = {name: Path(layout.TABLE_PATTERN.format(table=name)) for name in NAMES}
-            aggregate.write_outputs(result, layout.CELLS_CSV, tables, layout.WORKBOOK,
-                                    layout.PROCESSES_JSON, layout.FACTS_JSON)
-            render(cells_csv=layout.CELLS_CSV, tables=[str(p) for p in tables.values()],
-                   processes_json=layout.PROCESSES_JSON, facts_json=layout.FACTS_JSON,
-                   template=str(REPO / "report" / "template.html.j2"),
-                   out_html=layout.REPORT, machine=primary["machine"], config=config,
-                   selfbench_path=None, now=now, previous_tables=None)
+        tabulate_results(results, config, primary["machine"], now)
         fix_workbook_dates(results / "study.xlsx", now)
         (out / TABLES).mkdir(exist_ok=True)
         shutil.copyfile(results / "report.html", out / "index.html")
@@ -363,14 +376,34 @@ def republish(docs, code_commit=None) -> dict:
     return {name: docs / name for name in fresh}
 
 
+def retabulate(results) -> int:
+    """--retabulate: one results folder's tables and report by the current code, with the config
+    its analysis used (publish.run_config: the workbook's, else config.yaml)."""
+    import publish
+
+    keys = [k for k in publish.machine_keys(results) if not k.endswith(".twin")]
+    if len(keys) != 1:
+        raise RepublishError("%s holds cells of %s machine keys (%s): retabulate takes one"
+                             % (results, len(keys), ", ".join(keys) or "no"))
+    tabulate_results(results, publish.run_config(results), keys[0])
+    print("retabulated %s with the current code (machine %s)" % (results, keys[0]))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default=str(REPO / "docs"), help="the published folder")
     parser.add_argument("--check", action="store_true",
                         help="regenerate into a temporary folder and name the files of docs/ "
                              "that differ (exit 1); write nothing")
+    parser.add_argument("--retabulate", metavar="RESULTS",
+                        help="instead: aggregate a results folder (named results) again with the "
+                             "current code, and render its report (its tables/, study.xlsx and "
+                             "report.html are replaced; the measurements are not touched)")
     args = parser.parse_args(argv)
     try:
+        if args.retabulate:
+            return retabulate(args.retabulate)
         if args.check:
             problems = check(args.docs)
             for line in problems:

@@ -28,7 +28,7 @@ from driver.study import (
 )
 from driver.study.duet import cell_env  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
-from tfspeed import models, usermodels  # noqa: E402
+from tfspeed import machine, models, usermodels  # noqa: E402
 from tfspeed.machine import WINDOW_END, WINDOW_START  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,23 +37,6 @@ POLL_S = 1.0
 # inside a cell's timed window the memory scan runs this rarely (a long fixed-count window is
 # still policed)
 WINDOW_SCAN_S = 10.0
-
-
-def rss_mb(pgid):
-    """Resident memory of every process in the cell's process group, in MB."""
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % pid) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 of stat: process group
-                continue
-            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss pages
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / 2**20
 
 
 def _cpu_s(pid):
@@ -157,7 +140,7 @@ def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
     while not ended.wait(POLL_S):
         now = time.monotonic()
         if not in_window.is_set() or now - last_scan >= WINDOW_SCAN_S:
-            mem, last_scan = rss_mb(proc.pid), now
+            mem, last_scan = machine.group_rss_mb(proc.pid), now
             peak = max(peak, mem)
         if memory_mb and mem > memory_mb:
             killed = "exceeded the memory limit of %d MB (cell_memory_mb): RSS %.0f MB" % (

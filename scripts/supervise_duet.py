@@ -94,7 +94,8 @@ def supervise(args):
         try:
             # side a = the reference (right), side b = the TF 2.x env (left); a starts first
             out, workers = duet.start_pair({"a": right, "b": left}, args.window_s, args.windows,
-                                           timeout_s=args.timeout_s, log=Log())
+                                           timeout_s=args.timeout_s, log=Log(),
+                                           memory_mb=args.memory_mb)
             rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
                        left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
                        alternation_s=out["alternation_s"])
@@ -113,6 +114,8 @@ def supervise(args):
             for w in workers.values():
                 w.close()
         rec["wall_s"] = time.monotonic() - t0
+        rec["peak_rss_mb"] = {"left": getattr(workers.get("b"), "peak_rss_mb", None),
+                              "right": getattr(workers.get("a"), "peak_rss_mb", None)}
         rec["load_after"] = provenance.load_average()
     write_json(args.out, rec)
 
@@ -132,6 +135,8 @@ def main(argv=None):
     parser.add_argument("--window-s", type=float, required=True)
     parser.add_argument("--timeout-s", type=int, default=900)
     parser.add_argument("--threads", default="auto")
+    parser.add_argument("--memory-mb", type=int, default=0,
+                        help="kill a worker above this resident memory (config cell_memory_mb)")
     parser.add_argument("--foreign-cpu-max-share", type=float, default=0.05,
                         help="flag the duet when other processes used more CPU (cores) while it "
                              "timed (config foreign_cpu_max_share)")

@@ -113,6 +113,28 @@ def _group_cpu_s(pgid):
     return total / float(_HZ), count
 
 
+def group_rss_mb(pgid):
+    """Resident memory of every process in process group `pgid` (a cell's or a duet worker's:
+    each runs in its own session), in MB; 0 where /proc does not exist."""
+    total = 0
+    try:
+        pids = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for pid in pids:
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 of stat: process group
+                continue
+            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 2.0 ** 20
+
+
 class CpuWindow(object):
     """Brackets a timed window: `start()` before the first timed call, `stop()` after the last."""
 

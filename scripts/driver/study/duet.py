@@ -16,7 +16,7 @@ import select
 import subprocess
 import time
 
-from tfspeed.machine import ORCHESTRATOR_THREAD_VARS, PINNED_VAR
+from tfspeed.machine import ORCHESTRATOR_THREAD_VARS, PINNED_VAR, group_rss_mb
 
 SERVE_PREFIX = "@@tfspeed"
 
@@ -46,8 +46,10 @@ class WorkerError(RuntimeError):
 class Worker(object):
     """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
 
-    def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None):
+    def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
+                 memory_mb=0):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
+        self.memory_mb, self.peak_rss_mb = memory_mb, 0.0
         cmd = [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
                "--foreign-cpu-max-share", "1"]
@@ -58,8 +60,20 @@ class Worker(object):
         self.tail = []
         self.cpu = []  # each timed window's CPU meter (tfspeed/machine.py CpuWindow), in order
 
+    def police_memory(self):
+        """Kill the worker when its resident memory (its whole process group) is above
+        `memory_mb` (config cell_memory_mb; 0: no limit). Called while it builds and between
+        windows, never while a window times (the scan reads /proc)."""
+        rss = group_rss_mb(self.proc.pid)
+        self.peak_rss_mb = max(self.peak_rss_mb, rss)
+        if self.memory_mb and rss > self.memory_mb:
+            self.kill()
+            raise WorkerError("worker exceeded the memory limit of %d MB (cell_memory_mb): RSS "
+                              "%.0f MB" % (self.memory_mb, rss))
+
     def expect(self, tag):
-        """Read lines until the protocol line `tag`; return its payload."""
+        """Read lines until the protocol line `tag`; return its payload. While it waits for
+        `ready` (a build), the worker's memory is checked every second."""
         deadline = time.monotonic() + self.timeout_s
         fd = self.proc.stdout.fileno()
         buf = b""
@@ -69,7 +83,10 @@ class Worker(object):
                 self.kill()
                 raise WorkerError("worker timed out waiting for %r; log tail:\n%s"
                                   % (tag, "\n".join(self.tail[-20:])))
-            ready, _, _ = select.select([fd], [], [], left)
+            building = tag == "ready"
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0) if building else left)
+            if building:
+                self.police_memory()
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -100,6 +117,7 @@ class Worker(object):
         self.send("window %g" % seconds)
         reply = self.expect("window")
         self.cpu.append(reply.get("cpu"))
+        self.police_memory()
         return reply["samples_s"]
 
     def rebuild(self):
@@ -140,7 +158,7 @@ def alternate(workers, windows, window_s):
     return out, time.monotonic() - t0
 
 
-def start_pair(sides, window_s, windows, timeout_s=600, log=None):
+def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0):
     """Start both workers (one after the other, each built and warmed up before the other starts,
     so the builds do not compete for the CPU), alternate, and return the record of the duet.
 
@@ -150,7 +168,8 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None):
         for side in ("a", "b"):
             s = sides[side]
             workers[side] = Worker(s["python"], s["run_cell"], s["cell"], s["rule"],
-                                   s["framework"], s["env"], timeout_s=timeout_s, log=log)
+                                   s["framework"], s["env"], timeout_s=timeout_s, log=log,
+                                   memory_mb=memory_mb)
             ready[side] = workers[side].expect("ready")
         windows_out, wall = alternate(workers, windows, window_s)
         return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers

@@ -138,7 +138,7 @@ COLUMNS = {c.name: c for c in [
         ("n", "Duets of the configuration that ran (each with fresh workers)."),
         ("n_failed", "Duets that failed."),
         ("n_flagged", "Ok duets during whose timed windows other processes used more CPU than "
-                      "foreign_cpu_max_share (kept, counted here)."),
+                      "foreign_cpu_max_share (kept, counted here); empty where the duets were not metered."),
         ("ci_level", "The level of the drawn interval (duets: 1 - R q / m, the false-coverage-"
          "rate level that makes it the tested interval)."),
         ("log_ratio", "The mean log ratio left / right."),

@@ -87,8 +87,10 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
            "right_framework_version": first.get("right_framework_version"),
            "n": n, "n_failed": len(recs) - n,
            # ok duets during whose timed windows other processes used more CPU than
-           # foreign_cpu_max_share (beyond the meter's resolution): kept, and counted here
-           "n_flagged": sum(bool(r.get("foreign_cpu_flag")) for r in ok),
+           # foreign_cpu_max_share (beyond the meter's resolution): kept, and counted here;
+           # NaN where no duet of the row was metered (files made before the meter)
+           "n_flagged": (sum(bool(r.get("foreign_cpu_flag")) for r in ok)
+                         if any(r.get("cpu_window") for r in ok) else math.nan),
            "reason": "; ".join(sorted({r.get("reason", "") for r in recs
                                        if r["status"] != "ok"})) or None,
            "ratio": nan, "log_ratio": nan, "se_log": nan, "df": nan, "sd_log": nan, "p": nan,

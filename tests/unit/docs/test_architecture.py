@@ -43,3 +43,16 @@ def test_every_recipe_names_a_test_that_exists():
         assert name in names, (what, test)
     page = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     assert "## Recipes" in page and "## Data flow" in page
+
+
+def test_every_entry_script_has_one_role_and_the_worker_is_the_one_started_in_envs():
+    """scripts/ shows its roles on the page: each entry script is a rule's, a make target's, or
+    the in-env worker, read from where it is named (never typed); none is both."""
+    scripts = architecture_doc.modules("")
+    roles = {p.name: architecture_doc.role(p) for p in scripts}
+    assert "both" not in roles.values(), roles
+    assert [n for n, r in roles.items() if r == "worker"] == ["run_cell.py"]
+    assert roles["tabulate_cells.py"] == "rule" and roles["republish.py"] == "make"
+    page = architecture_doc.page()
+    for _, text in architecture_doc.ROLES:
+        assert text[1:] in page

@@ -280,3 +280,23 @@ def test_with_no_run_the_derived_files_say_so_and_stale_ones_go(tmp_path):
     assert "no results published yet" in (docs / "index.html").read_text()
     assert republish.check(docs) == []
     assert "- regenerated at commit: `abc`" in (docs / "PROVENANCE.md").read_text()
+
+
+def test_retabulate_rewrites_one_runs_tables_with_the_current_code(planted, tmp_path):
+    """`make retabulate R=<results>`: a run's tables again from its measurements by the current
+    code; for one machine's run they are the tables republish derives from the same data."""
+    one = tmp_path / "one" / "results"
+    shutil.copytree(planted["results"] / "cells" / FIXTURE.name,
+                    one / "cells" / FIXTURE.name)
+    shutil.copy(planted["docs"] / "study.xlsx", one / "study.xlsx")  # the config it records
+    assert republish.main(["--retabulate", str(one)]) == 0
+    for name in ("cells.csv", "tf2_vs_tf1.csv"):
+        assert (one / "tables" / name).is_file(), name
+    assert (one / "report.html").is_file()
+    ours = (one / "tables" / "tf2_vs_tf1.csv").read_text()
+    assert FIXTURE.name in ours and OTHER not in ours
+    # two machines' cells in one folder, or a folder not named results: refused, naming why
+    assert republish.main(["--retabulate", str(planted["results"])]) == 1
+    wrong = tmp_path / "elsewhere"
+    shutil.copytree(one, wrong)
+    assert republish.main(["--retabulate", str(wrong)]) == 1

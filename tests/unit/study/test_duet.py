@@ -89,6 +89,21 @@ def test_a_dying_worker_is_an_error_naming_it_not_a_hang():
         duet.start_pair({"a": side(), "b": bad}, 0.01, 2, timeout_s=60)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc")
+def test_a_worker_above_the_memory_limit_is_killed_naming_the_limit():
+    """cell_memory_mb holds for duets as for cells: a worker whose resident memory passes it is
+    killed, and the duet fails with the limit named (the real worker needs far more than 1 MB)."""
+    with pytest.raises(duet.WorkerError, match="memory limit of 1 MB .cell_memory_mb."):
+        duet.start_pair({"a": side(), "b": side()}, 0.01, 2, timeout_s=60, memory_mb=1)
+    rec, workers = duet.start_pair({"a": side(), "b": side()}, 0.01, 2, timeout_s=60,
+                                   memory_mb=16000)
+    try:
+        assert all(w.peak_rss_mb > 1 for w in workers.values())
+    finally:
+        for w in workers.values():
+            w.close()
+
+
 def test_abba():
     assert [duet.abba(k) for k in range(4)] == [("a", "b"), ("b", "a"), ("b", "a"), ("a", "b")]
 

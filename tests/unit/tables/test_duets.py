@@ -64,6 +64,16 @@ def test_failed_duets_are_counted_not_used():
     assert row["n"] == 3 and row["n_failed"] == 1 and "boom" in row["reason"]
 
 
+def test_duets_beside_a_busy_cpu_are_counted_and_unmetered_ones_are_not_called_quiet():
+    recs = records([0.01, 0.02, 0.03])
+    assert math.isnan(duets.duets_table(recs).iloc[0]["n_flagged"])  # made before the meter
+    for rec, flag in zip(recs, (True, False, False)):
+        rec.update(cpu_window={"foreign_cpu_share": 0.3 if flag else 0.0},
+                   foreign_cpu_flag=flag)
+    row = duets.duets_table(recs).iloc[0]
+    assert row["n_flagged"] == 1 and row["n"] == 3  # kept, and counted
+
+
 def test_a_bad_file_is_named(tmp_path):
     path = tmp_path / "x.r0.json"
     path.write_text(json.dumps({"machine": "m"}))

@@ -38,6 +38,9 @@ def table_rows(rows, table_id: str) -> dict:
     for r in rows:
         verdict = text(r.get("verdict"))
         failed = int(num(r.get("n_failed"))) if math.isfinite(num(r.get("n_failed"))) else 0
+        flagged = int(num(r.get("n_flagged"))) if math.isfinite(num(r.get("n_flagged"))) else 0
+        notes = [f"{failed} failed"] * bool(failed) + [f"{flagged} beside a busy CPU"] * bool(
+            flagged)
         out.append([
             cell(text(r.get("left_framework_version"))), cell(text(r.get("keras"))),
             cell(_pct(num(r.get("ratio"))), v=num(r.get("ratio"))),
@@ -46,7 +49,7 @@ def table_rows(rows, table_id: str) -> dict:
             cell(_pct(num(r.get("simultaneous_high"))), v=num(r.get("simultaneous_high"))),
             cell(verdict_word(verdict, SUBJECT), cls=words(verdict).cls) if verdict in WORDS
             else cell(verdict),
-            cell(f"{int(num(r.get('n')))}" + (f" ({failed} failed)" if failed else "")),
+            cell(f"{int(num(r.get('n')))}" + (f" ({', '.join(notes)})" if notes else "")),
         ])
     return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
             "rows": out}
@@ -68,6 +71,9 @@ def build(data) -> dict:
         modes.append({"mode": mode, "title": p["title"], "svg": p["svg"],
                       "rows": table_rows(rows, f"duets-{mode}")})
     levels = ncol(duets, "ci_level").dropna()
+    flagged = ncol(duets, "n_flagged")
     return {"modes": modes, "reference": reference,
+            "metered": bool(flagged.notna().any()), "flagged": int(flagged.fillna(0).sum()),
+            "duets_ok": int(ncol(duets, "n").fillna(0).sum()),
             "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,
             "replicates": int(ncol(duets, "n").max()), "min_effect": data.min_effect}
