@@ -92,47 +92,42 @@ def _proc_stat_cpu():
     return (user + nice + system + irq + softirq) / float(_HZ), steal / float(_HZ)
 
 
-def _group_cpu_s(pgid):
-    """(CPU seconds (user + system, all threads), processes) of process group `pgid`."""
-    total = count = 0
+def _group_stat_fields(pgid):
+    """The /proc/<pid>/stat fields (those after the command name) of every process in process
+    group `pgid`; None where /proc cannot be listed."""
     try:
         pids = os.listdir("/proc")
     except OSError:
         return None
+    out = []
     for pid in pids:
         if not pid.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % pid) as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
-        except (IOError, OSError, IndexError):
+            if int(fields[2]) == pgid:  # field 5: process group
+                out.append(fields)
+        except (IOError, OSError, IndexError, ValueError):
             continue
-        if int(fields[2]) == pgid:  # field 5: process group
-            total += int(fields[11]) + int(fields[12])  # fields 14, 15: utime, stime
-            count += 1
-    return total / float(_HZ), count
+    return out
+
+
+def _group_cpu_s(pgid):
+    """(CPU seconds (user + system, all threads), processes) of process group `pgid`."""
+    group = _group_stat_fields(pgid)
+    if group is None:
+        return None
+    total = sum(int(f[11]) + int(f[12]) for f in group)  # fields 14, 15: utime, stime
+    return total / float(_HZ), len(group)
 
 
 def group_rss_mb(pgid):
     """Resident memory of every process in process group `pgid` (a cell's or a duet worker's:
     each runs in its own session), in MB; 0 where /proc does not exist."""
-    total = 0
-    try:
-        pids = os.listdir("/proc")
-    except OSError:
-        return 0.0
-    for pid in pids:
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % pid) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 of stat: process group
-                continue
-            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss pages
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / 2.0 ** 20
+    group = _group_stat_fields(pgid) or []
+    pages = sum(int(f[21]) for f in group)  # field 24: rss pages
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2.0 ** 20 if pages else 0.0
 
 
 class CpuWindow(object):

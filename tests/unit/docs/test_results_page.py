@@ -94,3 +94,20 @@ def test_min_effect_is_the_runs_own(results, tmp_path):
     assert publish.run_min_effect(results / "study.xlsx", str(config)) == 0.07
     assert publish.run_min_effect(tmp_path / "missing.xlsx", str(tmp_path / "no.yaml")) == 0.10
     assert publish.run_min_effect(ARCHIVE / "study.xlsx") == 0.05  # its about sheet's config
+
+
+def test_published_page_says_what_the_published_report_says():
+    """docs/RESULTS.md's bottom line is the report's: computed from every published table, the
+    duets' included (a page built from the cells' tables alone would answer the headline
+    differently from the report beside it)."""
+    docs = REPO / "docs"
+    if not (docs / "tables" / "duets.csv").is_file():
+        pytest.skip("no published run with duets")
+    tabs = bundle.read_tables(sorted((docs / "tables").glob("*.csv")))
+    page = (docs / "RESULTS.md").read_text(encoding="utf-8")
+    lines = bottom_line(tabs, tabs["cells"], "tf1.14")["lines"]
+    assert any("from duets" in (line.get("note") or "") for line in lines)
+    for line in lines:
+        assert "- **%s**: %s" % (line["what"], line["text"]) in page, line["what"]
+    html = (docs / "index.html").read_text(encoding="utf-8")
+    assert "from duets" in html
