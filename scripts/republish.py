@@ -381,7 +381,7 @@ def retabulate(results) -> int:
     its analysis used (publish.run_config: the workbook's, else config.yaml)."""
     import publish
 
-    keys = [k for k in publish.machine_keys(results) if not k.endswith(".twin")]
+    keys = publish.machine_keys(results)  # twin keys folded into their machine
     if len(keys) != 1:
         raise RepublishError("%s holds cells of %s machine keys (%s): retabulate takes one"
                              % (results, len(keys), ", ".join(keys) or "no"))

@@ -56,12 +56,11 @@ def combine_windows(windows):
     got = [w for w in windows if w and w.get("foreign_cpu_share") is not None]
     if not got:
         return None
-    wall = sum(w["window_end_unix"] - w["window_start_unix"] for w in got)
+    walls = [w["window_end_unix"] - w["window_start_unix"] for w in got]
     foreign = sum(w["foreign_cpu_s"] for w in got)
-    variance = sum(((w.get("foreign_cpu_resolution_share") or 0.0)
-                    * (w["window_end_unix"] - w["window_start_unix"]) / RESOLUTION_Z) ** 2
-                   for w in got)
-    wall = max(wall, 1e-9)
+    variance = sum(((w.get("foreign_cpu_resolution_share") or 0.0) * t / RESOLUTION_Z) ** 2
+                   for w, t in zip(got, walls))
+    wall = max(sum(walls), 1e-9)
     return {"windows": len(got), "window_s": wall, "foreign_cpu_s": foreign,
             "foreign_cpu_share": foreign / wall,
             "own_cpu_s": sum(w.get("own_cpu_s") or 0.0 for w in got),

@@ -49,7 +49,7 @@ class Worker(object):
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
                  memory_mb=0):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
-        self.memory_mb, self.peak_rss_mb = memory_mb, 0.0
+        self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
         cmd = [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
                "--foreign-cpu-max-share", "1"]
@@ -85,7 +85,8 @@ class Worker(object):
                                   % (tag, "\n".join(self.tail[-20:])))
             building = tag == "ready"
             ready, _, _ = select.select([fd], [], [], min(left, 1.0) if building else left)
-            if building:
+            if building and time.monotonic() - self._scanned >= 1.0:  # a /proc scan a second
+                self._scanned = time.monotonic()
                 self.police_memory()
             if not ready:
                 continue
