@@ -16,7 +16,7 @@ rule render_report:
         facts=layout.FACTS_JSON,
         template=str(REPO / "report" / "template.html.j2"),
         script=str(REPO / "report" / "report.js"),
-        style=str(REPO / "report" / "report.css"),
+        style=sorted(str(p) for p in (REPO / "report").glob("*.css")),
         partials=sorted(str(p) for p in (REPO / "report").rglob("_*.html.j2")),
     output:
         html=report(

@@ -4,7 +4,7 @@ opens a cell file.
 
 What the page promises, and how it is kept:
 - Self-contained: figures are inline SVG (matplotlib, text as <text>) or PNG data URIs, the one
-  script (report/report.js) and the style sheet (report/report.css) are inline, and a
+  script (report/report.js) and the style sheets (report/*.css) are inline, and a
   Content-Security-Policy meta tag forbids every fetch (`default-src 'none'`, images from data:
   only) and every script but ours (by its sha256).
 - Nothing from the data is trusted as markup: the Jinja2 environment autoescapes everything, and
@@ -69,11 +69,17 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
     return ctx
 
 
+def style_files(folder) -> list[Path]:
+    """The report's style sheets: report/report.css first, then report/*.css by name (one
+    file per concern, so that each has one owner)."""
+    return sorted(Path(folder).glob("*.css"), key=lambda p: (p.name != "report.css", p.name))
+
+
 def render_html(ctx: dict, template) -> str:
     template = Path(template)
     folder = template.parent
     script = (folder / "report.js").read_text(encoding="utf-8")
-    style = (folder / "report.css").read_text(encoding="utf-8")
+    style = "\n".join(p.read_text(encoding="utf-8") for p in style_files(folder))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
