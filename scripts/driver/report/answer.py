@@ -110,15 +110,18 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
     slower = [r for v, r in zip(verdicts, ratio) if v == RIGHT]
     faster = [1 / r for v, r in zip(verdicts, ratio) if v == LEFT and r > 0]
     n_eq, n_inc = verdicts.count(EQUIV), verdicts.count(INCONCL)
-    parts = [f"within {min_effect:.0%} of {reference} in {n_eq} of {n} version"
-             f"{'s' if n != 1 else ''}"]
+    parts = []
     if slower:
         parts.append(f"{verdict_word(RIGHT)} in {len(slower)} ({_span(slower)}x "
                      f"{reference}'s step time)")
     if faster:
         parts.append(f"{verdict_word(LEFT)} in {len(faster)} ({_span(faster)}x as fast)")
+    if n_eq:
+        parts.append(f"within ±{min_effect:.0%} in {n_eq}")
     if n_inc:
-        parts.append(f"{verdict_word(INCONCL)} in {n_inc} (the CI is too wide to tell)")
+        parts.append(f"undecided in {n_inc}")
+    if parts:
+        parts[-1] += f" of {n} version{'s' if n != 1 else ''}"
     what = f"{MODE_TEXT.get(mode, mode)}, {API_TEXT.get(api, api)}"
     standin = [_version_of(r) for r in records(head) if bool(r.get("standin"))]
     note = (f"TF {standin[0]}{'–' + standin[-1] if len(standin) > 1 else ''}: tf_keras (the "
@@ -172,7 +175,8 @@ def forest_rows(part: pd.DataFrame, head: pd.DataFrame) -> list[dict]:
         out.append({"version": _version_of(r), "head": is_head,
                     "label": _version_of(r) if is_head else " · ".join(extra),
                     "ratio": num(r.get("ratio")), "lo": num(r.get("ratio_ci_low")),
-                    "hi": num(r.get("ratio_ci_high")),
+                    "hi": num(r.get("ratio_ci_high")), "eq_lo": num(r.get("tost_ci_low")),
+                    "eq_hi": num(r.get("tost_ci_high")),
                     "verdict": r.get("verdict_n", INCONCL), "standin": bool(r.get("standin"))})
     out.sort(key=lambda x: (version_key(x["version"]), not x["head"], x["label"]))
     return out

@@ -264,18 +264,15 @@ def fit_line(tabs: dict, cells: pd.DataFrame) -> dict | None:
 
 
 def resolution_line(head: pd.DataFrame, level: float) -> dict | None:
-    """The smallest difference this run resolves: the median half-width of a version's CI."""
+    """The smallest difference this run tells apart: the median half-width of a version's
+    tested interval, in %."""
     lo, hi = ncol(head, "ratio_ci_low"), ncol(head, "ratio_ci_high")
     half = (np.sqrt(hi / lo) - 1).dropna()
     if half.empty:
         return None
-    bound = ncol(head, "bound_pct").dropna() if "bound_pct" in head.columns else pd.Series()
-    extra = (f"; equivalence bounds (bound_pct) {bound.min():.0f}–{bound.max():.0f} %"
-             if len(bound) else "")
-    return {"what": "Resolution", "text": f"this run resolves differences of about ±"
-            f"{half.median() * 100:.0f} % (the median half-width of a version's "
-            f"{level * 100:.0f} % CI; {half.min() * 100:.0f}–{half.max() * 100:.0f} %){extra}.",
-            "cls": "mixed"}
+    return {"what": "Resolution", "text": f"this run tells apart differences of about ±"
+            f"{half.median() * 100:.0f} % (half a version's tested interval, typically; "
+            f"{half.min() * 100:.0f}–{half.max() * 100:.0f} %).", "cls": "mixed"}
 
 
 def agreement_line(tabs: dict, previous: dict | None) -> dict:
@@ -296,6 +293,16 @@ def agreement_line(tabs: dict, previous: dict | None) -> dict:
     return {"what": "Another run", "text": f"the verdicts of {same} of {len(merged)} TF 2.x vs "
             f"TF 1 rows agree with the previous run's; {flips} flip from faster to slower or "
             "back.", "cls": "mixed" if flips else "equivalent"}
+
+
+# The lines that the questions (driver/report/questions.py) answer first on the page: the rest
+# follow them as "More from this run", in the report and in docs/RESULTS.md alike.
+SAID_BY_QUESTIONS = ("Graph mode", "Eager mode", "Today's default tf.keras (Keras 3)")
+
+
+def more_lines(bottom: dict) -> list[dict]:
+    """The bottom line's lines beyond what the questions say."""
+    return [line for line in bottom["lines"] if not line["what"].startswith(SAID_BY_QUESTIONS)]
 
 
 def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: float = 0.95,

@@ -4,8 +4,9 @@ machines side by side), never typed. scripts/republish.py writes it for the publ
 import pandas as pd
 
 from driver.report import answer
-from driver.report.bottom_line import bottom_line
+from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.fmt import wall_text
+from driver.report.questions import questions
 from driver.report.sections import machines as machines_section
 from driver.stats.verdicts import verdict_word
 from driver.tables.results import Results
@@ -25,8 +26,9 @@ def _md(value) -> str:
 
 def results_page(tables, min_effect: float, runs=None) -> str:
     """docs/RESULTS.md from a run's tables folder (cells.csv, the comparison tables, facts.json):
-    the report's first screen (the bottom line of driver/report/bottom_line.py and the per-mode
-    sentences of driver/report/answer.py), what ran, the verdicts per comparison table, and the
+    the report's first screen (the questions of driver/report/questions.py, the rest of the
+    bottom line of driver/report/bottom_line.py and the per-mode sentences of
+    driver/report/answer.py), what ran, the verdicts per comparison table, and the
     cells that failed or were skipped; with `runs` (run.json documents, scripts/republish.py),
     the runs it comes from and, with several machines, how they compare (the report's "Machines
     compared", driver/report/sections/machines.py). Every figure on it comes from those files."""
@@ -56,8 +58,12 @@ def results_page(tables, min_effect: float, runs=None) -> str:
                 str(run.get("commit") or "unknown")[:12], run.get("started_utc"),
                 run.get("ended_utc"), wall_text(run.get("wall_s"))))
         out.append("")
-    out += ["## The bottom line", ""]
-    for line in bottom["lines"]:
+    out += ["## The answer", "",
+            "On this machine, against %s (the report's first screen):" % bottom["reference"], ""]
+    for q in questions(tabs, min_effect, bottom["reference"])["items"]:
+        out.append("- **%s**: %s" % (q["question"], q["text"]))
+    out += ["", "## More from this run", ""]
+    for line in more_lines(bottom):
         tally = " (%s)" % line["tally"] if line.get("tally") else ""
         note = " (%s)" % line["note"] if line.get("note") else ""
         out.append("- **%s**: %s%s%s" % (line["what"], line["text"], tally, note))

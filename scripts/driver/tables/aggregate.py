@@ -73,7 +73,7 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     about = about_frame(cells, reference_env, level, noisy_threshold, config,
                         now or datetime.datetime.now(datetime.timezone.utc))
     return {"cells": cells, **tables, "seed_view": seed, "about": about, "records": records,
-            "files": [str(f) for f in files], "env_order": envs}
+            "files": [str(f) for f in files], "env_order": envs, "duet_records": duet_records}
 
 
 SAME_FUNCTION_COLUMNS = ("same_function", "same_function_max_diff", "same_function_tolerance")
@@ -128,7 +128,7 @@ def write_outputs(result: dict, out_csv, out_tables: Mapping[str, Path | str], o
         bundle.write_table(result[name], path)
         log.info("%s: %d rows -> %s", name, len(result[name]), path)
     facts.write_bundle(result["records"], result["files"], processes_json, facts_json,
-                       env_order=result["env_order"])
+                       env_order=result["env_order"], duets=result.get("duet_records", ()))
     tables = {name: result[name] for name in NAMES}
     Path(out_xlsx).parent.mkdir(parents=True, exist_ok=True)
     write_workbook(out_xlsx, workbook_sheets(tables, result["cells"], result["seed_view"],

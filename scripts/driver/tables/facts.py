@@ -2,8 +2,10 @@
 beside the tables (results/tables/processes.json, facts.json), so the report never opens a cell
 file: every process's samples and status, the machines' and envs' facts, and failures with their
 log tails."""
+import datetime
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -120,10 +122,46 @@ def _key_text(key) -> str:
     return "/".join(key)
 
 
+def _utc(value) -> datetime.datetime | None:
+    try:
+        when = datetime.datetime.fromisoformat(text(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def run_facts(recs: Sequence[dict], duets: Sequence[dict] = ()) -> dict:
+    """When and with which code the study was measured: the commit most cell files name
+    (provenance.code.commit) and whether any was dirty, the first start and the last end over
+    every cell process and duet (start + its wall time), and the span between them in s."""
+    commits = Counter(text(((r.get("provenance") or {}).get("code") or {}).get("commit"))
+                      for r in recs)
+    commits.pop("", None)
+    spans = []
+    for rec in recs:
+        prov = rec.get("provenance") or {}
+        wall = num(prov.get("cell_wall_s"))
+        spans.append((_utc(rec.get("started_utc")),
+                      wall if math.isfinite(wall) else num(rec.get("timed_wall_s"))))
+    spans += [(_utc(d.get("started_utc")), num(d.get("wall_s"))) for d in duets]
+    starts = [s for s, _ in spans if s]
+    ends = [s + datetime.timedelta(seconds=w if math.isfinite(w) else 0.0)
+            for s, w in spans if s]
+    out = {"commit": commits.most_common(1)[0][0] if commits else "",
+           "dirty": any(((r.get("provenance") or {}).get("code") or {}).get("dirty")
+                        for r in recs)}
+    if starts:
+        first, last = min(starts), max(ends)
+        out.update(first_utc=first.isoformat(), last_utc=last.isoformat(),
+                   wall_s=round((last - first).total_seconds(), 1))
+    return out
+
+
 def write_bundle(recs: list[dict], paths: Sequence[str], processes_path, facts_path,
-                 env_order: Sequence[str] = ()) -> None:
+                 env_order: Sequence[str] = (), duets: Sequence[dict] = ()) -> None:
     """processes.json: per cell, every ok process's samples in repeat order (with the boundaries
-    between processes); facts.json: machines, envs, measurement dates, failures."""
+    between processes); facts.json: machines, envs, measurement dates, failures, the run (its
+    commit and span, over the cells and the duets)."""
     from tfspeed.atomic import write_text
 
     samples = {_key_text(k): {"samples": [float(x) for x in v["samples"]],
@@ -131,7 +169,7 @@ def write_bundle(recs: list[dict], paths: Sequence[str], processes_path, facts_p
                for k, v in samples_by_cell(recs).items()}
     facts = {"machines": machine_facts(recs), "environments": environments(recs),
              "dates": measurement_dates(recs), "failures": process_failures(recs, paths),
-             "env_order": list(env_order)}
+             "env_order": list(env_order), "run": run_facts(recs, duets)}
     write_text(str(processes_path), json.dumps(samples, sort_keys=True))
     write_text(str(facts_path), json.dumps(facts, sort_keys=True, default=str))
 

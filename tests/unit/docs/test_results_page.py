@@ -5,6 +5,7 @@ quick run) and on the archived tables of commit 12b8ef4 (docs/archive/, older th
 That the committed docs/RESULTS.md is what the code gives: tests/unit/docs/test_published.py."""
 import json
 import shutil
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,8 @@ import pytest
 from make_golden import aggregate
 
 from driver.report import answer, results_page
-from driver.report.bottom_line import bottom_line
+from driver.report.bottom_line import bottom_line, more_lines
+from driver.report.questions import questions
 from driver.tables import bundle
 
 REPO = Path(__file__).resolve().parents[3]
@@ -37,11 +39,13 @@ def test_page_holds_the_first_screen_and_the_runs_facts(results):
     for item in first["sentences"]:
         assert item["text"] in page and item["what"] in page
     cells_typed = bundle.read_tables([results / "tables" / "cells.csv"])["cells"]
-    bottom = bottom_line(tabs, cells_typed, "tf1.14")["lines"]
-    assert bottom
-    for line in bottom:
+    bottom = bottom_line(tabs, cells_typed, "tf1.14")
+    assert bottom["lines"]
+    for line in more_lines(bottom):  # the rest of the bottom line, after the questions
         assert "- **%s**: %s" % (line["what"], line["text"]) in page
-    assert "within 10% of" in page
+    for q in questions(tabs, 0.10, bottom["reference"])["items"]:  # the report's first screen
+        assert "- **%s**: %s" % (q["question"], q["text"]) in page
+    assert "undecided" in page  # one process per cell: nothing decided, and the page says so
     facts = json.loads((results / "tables" / "facts.json").read_text())
     assert "- measured: %s\n" % facts["dates"] in page
     cells = pd.read_csv(results / "tables" / "cells.csv")
@@ -66,7 +70,7 @@ def test_page_follows_the_tables_not_a_typed_text(results, tmp_path):
     counts = df["verdict"].value_counts()
     assert "| [`tf2_vs_tf1`](tables/tf2_vs_tf1.csv) | %d | %d | %d | %d | %d |" % (
         len(df), counts.get("left_faster", 0), counts.get("right_faster", 0),
-        counts.get("equivalent", 0), counts.get("inconclusive", 0)) in after
+        counts.get("equivalent", 0), counts.get("inconclusive", 0) + counts.get("undecided", 0)) in after
 
 
 def test_page_of_the_archived_tables():
@@ -105,9 +109,13 @@ def test_published_page_says_what_the_published_report_says():
         pytest.skip("no published run with duets")
     tabs = bundle.read_tables(sorted((docs / "tables").glob("*.csv")))
     page = (docs / "RESULTS.md").read_text(encoding="utf-8")
-    lines = bottom_line(tabs, tabs["cells"], "tf1.14")["lines"]
-    assert any("from duets" in (line.get("note") or "") for line in lines)
-    for line in lines:
+    bottom = bottom_line(tabs, tabs["cells"], "tf1.14")
+    asked = questions(tabs, 0.10, bottom["reference"])
+    assert asked["source"] == "duets"
+    for line in more_lines(bottom):
         assert "- **%s**: %s" % (line["what"], line["text"]) in page, line["what"]
     html = (docs / "index.html").read_text(encoding="utf-8")
+    for q in asked["items"]:  # the same sentences on both, from the same tables
+        assert "- **%s**: %s" % (q["question"], q["text"]) in page, q["id"]
+        assert escape(q["text"], quote=False) in html, q["id"]
     assert "from duets" in html

@@ -1,13 +1,14 @@
-"""The headline in duets, right after the answer: per mode, each TF 2.x version's step time over
-TF 1's from its duets (driver/tables/duets.py), as a forest plot whose intervals are the tested
-ones (each row's false-coverage-rate interval: it excludes 1 exactly when the row is called
-faster or slower), with the simultaneous bound, the equivalence interval and the duets behind
-each row in a table. A study without duets (config `duets.modes: []`) shows none."""
+"""The headline in duets, after the answer: how duets are made and read, and per mode each TF 2.x
+version's row of the duets table (driver/tables/duets.py): its ratio, its tested interval (each
+row's false-coverage-rate interval: it excludes 1 exactly when the row is called faster or
+slower), its equivalence interval, the bound that holds for every version at once and the
+duets behind it. The forest plots of these rows are the answer's (sections/verdict.py). A study
+without duets (config `duets.modes: []`) shows none."""
 import math
 
 from driver.report.bottom_line import duet_rows
 from driver.report.fmt import cell, col, ncol, num, records, text
-from driver.report.forest import SUBJECT, forest_svg
+from driver.report.forest import SUBJECT
 from driver.stats.verdicts import INCONCLUSIVE, WORDS, verdict_word, words
 
 ID, TITLE, ORDER = "duets", "In duets", 11
@@ -23,7 +24,8 @@ def panel(rows, title: str) -> dict:
     return {"title": title, "rows": [
         {"label": f"{text(r.get('left_framework_version'))} {text(r.get('keras'))}",
          "ratio": num(r.get("ratio")), "lo": num(r.get("ratio_ci_low")),
-         "hi": num(r.get("ratio_ci_high")), "verdict": text(r.get("verdict"), INCONCLUSIVE),
+         "hi": num(r.get("ratio_ci_high")), "eq_lo": num(r.get("tost_ci_low")),
+        "eq_hi": num(r.get("tost_ci_high")), "verdict": text(r.get("verdict"), INCONCLUSIVE),
          "head": True, "standin": False} for r in rows]}
 
 
@@ -66,9 +68,7 @@ def build(data) -> dict:
         rows = records(duet_rows(duets, mode)) + records(duet_rows(duets, mode, legacy=True))
         if not rows:
             continue
-        p = panel(rows, MODE_TITLE.get(mode, mode))
-        p["svg"] = forest_svg(p, data.min_effect, reference)
-        modes.append({"mode": mode, "title": p["title"], "svg": p["svg"],
+        modes.append({"mode": mode, "title": MODE_TITLE.get(mode, mode),
                       "rows": table_rows(rows, f"duets-{mode}")})
     levels = ncol(duets, "ci_level").dropna()
     flagged = ncol(duets, "n_flagged")

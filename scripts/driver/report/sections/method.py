@@ -1,12 +1,17 @@
-"""Method: how cells are timed and judged, the harness's own figures (`make selfbench`) and the
-study's config."""
+"""Method: how cells are timed and judged, the A/A check in words, the harness's own figures
+(`make selfbench`), the study's config, and the data behind the page (the headline's tables
+carried inside it as download links)."""
 import json
 import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import quote
 
-from driver.report.fmt import num, text
+import pandas as pd
+
+from driver.report.fmt import col, num, records, text
+from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
 
 ID, TITLE, ORDER = "method", "Method", 100
 
@@ -96,5 +101,39 @@ def method_view(config: Mapping, selfbench_path) -> dict:
     }
 
 
+# Tables carried inside the page as data: links, so that they download wherever the file goes
+# (the rest sit beside it, in tables/); the headline's and the guidance's, a few tens of KB.
+EMBEDDED_TABLES = ("duets", "tf2_vs_tf1", "call_vs_predict", "guidance")
+
+
+def data_link(name: str, df: pd.DataFrame) -> dict:
+    """A table as a download link inside the page: {"name", "href", "rows", "kb"}."""
+    body = df.to_csv(index=False)
+    return {"name": f"{name}.csv", "href": "data:text/csv;charset=utf-8," + quote(body, safe=",.-_ :"),
+            "rows": len(df), "kb": round(len(body.encode("utf-8")) / 1024)}
+
+
+def aa_view(twins: pd.DataFrame, rate: pd.DataFrame) -> dict | None:
+    """The A/A check in words: how many twin rows (the same cell timed twice, as if on two
+    machines) the study calls faster or slower, against what a calibrated method gives."""
+    if twins.empty:
+        return None
+    verdicts = col(twins, "verdict").map(text).map(
+        lambda v: v if v in (LEFT_FASTER, RIGHT_FASTER, EQUIVALENT) else "undecided")
+    out = {"n": len(twins), "called": int(verdicts.isin([LEFT_FASTER, RIGHT_FASTER]).sum()),
+           "equivalent": int((verdicts == EQUIVALENT).sum()),
+           "undecided": int((verdicts == "undecided").sum()), "ci": None}
+    if not rate.empty:
+        r = records(rate)[0]
+        out["ci"] = (f"{num(r.get('ci_low')) * 100:.0f}–{num(r.get('ci_high')) * 100:.0f} %"
+                     if math.isfinite(num(r.get("ci_low"))) else None)
+        out["threshold"] = num(r.get("threshold"))
+    return out
+
+
 def build(data) -> dict:
-    return method_view(data.config, data.selfbench_path)
+    view = method_view(data.config, data.selfbench_path)
+    view["downloads"] = [data_link(n, data.table(n)) for n in EMBEDDED_TABLES
+                         if not data.table(n).empty]
+    view["aa"] = aa_view(data.table("twins"), data.table("twins_rate"))
+    return view

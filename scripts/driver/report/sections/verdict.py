@@ -1,12 +1,20 @@
-"""The answer, first on the page: the bottom line, the forest plots of TF 2 against TF 1 per
-mode and API with the per-mode sentences, and the study at a glance (machine, dates, counts)."""
+"""The answer, first on the page: one sentence per question a TF user asks (driver/report/
+questions.py) under a one-line machine and run line, the headline's forest plots (the duets',
+or the cells' where a study has no duets), then the rest of the bottom line, the machine and run
+in full, and every API's forest plot from the cells, folded."""
+from pathlib import Path
+
 import pandas as pd
 
-from driver.report import answer
-from driver.report.bottom_line import bottom_line
+from driver.report import answer, forest
+from driver.report.bottom_line import bottom_line, duet_rows, more_lines
 from driver.report.fmt import col, is_true, num, records, text, version_key
 from driver.report.forest import forest_svg
+from driver.report.questions import questions
+from driver.report.sections.duets import MODE_TITLE, panel
 from driver.study import fingerprint, layout
+
+REPO = Path(__file__).resolve().parents[4]
 
 ID, TITLE, ORDER = "verdict", "Answer", 10
 
@@ -29,6 +37,69 @@ def describe_machine(facts: dict) -> str:
     return "; ".join(parts)
 
 
+def short_machine(facts: dict) -> str:
+    """The machine in one line: CPU, cores, GPU, memory (the rest is folded below)."""
+    if not facts:
+        return "unknown machine"
+    parts = [text(facts.get("cpu_model"), "unknown CPU")]
+    if facts.get("cpu_count"):
+        parts.append(f"{facts['cpu_count']} cores")
+    gpus = facts.get("gpus")
+    parts.append(("GPU: " + ", ".join(text(g.get("name")) if isinstance(g, dict) else text(g)
+                                      for g in gpus)) if gpus else "no GPU")
+    if facts.get("mem_total_gb"):
+        parts.append(f"{facts['mem_total_gb']} GB RAM")
+    return ", ".join(parts)
+
+
+def tfspeed_version(root: Path = REPO) -> str:
+    """This code's version, from pyproject.toml's `version` ("" when it cannot be read)."""
+    try:
+        for line in (root / "pyproject.toml").read_text(encoding="utf-8").splitlines():
+            if line.startswith("version"):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return ""
+
+
+def run_line(run: dict) -> str:
+    """When and with which code the study was measured, from facts.json's `run`."""
+    bits = []
+    if run.get("wall_s"):
+        minutes = round(float(run["wall_s"]) / 60)
+        bits.append(f"over {minutes // 60} h {minutes % 60} min" if minutes >= 60
+                    else f"over {minutes} min")
+    if run.get("commit"):
+        bits.append(f"at commit {text(run['commit'])[:7]}"
+                    + (" (with local changes)" if run.get("dirty") else ""))
+    return " ".join(bits)
+
+
+def duet_panels(data, reference: str) -> list[dict]:
+    """The headline's forest panels from the duets, per mode, with their captions."""
+    duets = data.table("duets")
+    if duets.empty:
+        return []
+    out = []
+    for mode in ("graph", "eager"):
+        rows = records(duet_rows(duets, mode)) + records(duet_rows(duets, mode, legacy=True))
+        if not rows:
+            continue
+        p = panel(rows, MODE_TITLE.get(mode, mode))
+        n = int(ncol_max(duets, "n"))
+        out.append({"title": p["title"], "svg": forest_svg(p, data.min_effect, reference),
+                    "caption": f"{p['title']}: each TF 2.x version's step time over "
+                               f"{reference}'s, from {n} duets per version (in turns, beside "
+                               "each other); the tested interval drawn."})
+    return out
+
+
+def ncol_max(df: pd.DataFrame, name: str) -> float:
+    values = pd.to_numeric(col(df, name), errors="coerce").dropna()
+    return float(values.max()) if len(values) else 0.0
+
+
 def versions_covered(cells: pd.DataFrame) -> list[str]:
     """'tensorflow 1.14.0, 2.21.0' per framework, from every cell (ok or not)."""
     pairs = set()
@@ -45,21 +116,33 @@ def versions_covered(cells: pd.DataFrame) -> list[str]:
 
 def build(data) -> dict:
     ans = answer.answer(data.tabs, data.min_effect)
-    for panel in ans["panels"]:
-        panel["svg"] = forest_svg(panel, data.min_effect, ans["reference"])
+    for p in ans["panels"]:
+        p["svg"] = forest_svg(p, data.min_effect, ans["reference"])
+        p["caption"] = (f"{p['title']}: each TF 2.x version's step time over "
+                        f"{ans['reference']}'s, from the cells' rounds.")
     # a twin key (<machine>.twin) is the A/A check's copy of its machine, not a machine
     machines = sorted(m for m in set(data.machine_facts)
                       | {text(m) for m in col(data.cells, "machine").dropna()}
                       | {text(data.machine)} - {""} if not layout.is_twin(m))
     twins = data.table("twins")
     ok = data.ok
+    bottom = bottom_line(data.tabs, data.cells, data.reference_env, previous=data.previous)
+    reference = bottom["reference"]
+    run = data.study.get("run") or {}
+    headline = duet_panels(data, reference)
     return {
         "answer": {**ans, "min_effect": data.min_effect},
-        "bottom": bottom_line(data.tabs, data.cells, data.reference_env,
-                              previous=data.previous),
-        "machines": [{"key": m, "text": describe_machine(data.machine_facts.get(m, {}))}
+        "questions": questions(data.tabs, data.min_effect, reference),
+        "headline": headline,
+        "legend": forest.legend_items("" if headline else "tf_keras standing in for tf.keras"),
+        "more": more_lines(bottom),
+        "reference": reference,
+        "machines": [{"key": m, "short": short_machine(data.machine_facts.get(m, {})),
+                      "text": describe_machine(data.machine_facts.get(m, {}))}
                      for m in machines],
         "dates": data.study.get("dates") or "unknown",
+        "run": run_line(run),
+        "version": tfspeed_version(),
         "versions": versions_covered(data.cells),
         "envs": data.order,
         "counts": {s: int((data.status == s).sum()) for s in ("ok", "failed", "skipped")},
