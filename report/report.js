@@ -1,10 +1,20 @@
 (function () {
+  // a cell's sort key: a number where the whole value is one (its data-v, else its text),
+  // else its text, compared number by number ('TF 2.2' < 'TF 2.10', '2.2.3' < '2.10.1')
+  var NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
   function key(cell) {
     var v = cell.getAttribute('data-v');
     if (v === null) { v = cell.textContent.trim(); }
-    var n = parseFloat(v);
-    return (v !== '' && isFinite(n) && String(n) !== 'NaN' && /^[-+]?[0-9.eE+-]+$/.test(v))
-      ? [0, n] : [1, v.toLowerCase()];
+    return NUMBER.test(v) ? [0, parseFloat(v)] : [1, v.toLowerCase()];
+  }
+  function compareText(a, b) {
+    var x = a.match(/\d+|\D+/g) || [], y = b.match(/\d+|\D+/g) || [];
+    for (var i = 0; i < Math.min(x.length, y.length); i++) {
+      var dx = /^\d/.test(x[i]), dy = /^\d/.test(y[i]);
+      if (dx && dy && +x[i] !== +y[i]) { return +x[i] - +y[i]; }
+      if (x[i] !== y[i]) { return x[i] < y[i] ? -1 : 1; }
+    }
+    return x.length - y.length;
   }
   function sortBy(table, index, th) {
     var body = table.tBodies[0];
@@ -18,6 +28,7 @@
     rows.sort(function (a, b) {
       var x = key(a.cells[index]), y = key(b.cells[index]);
       if (x[0] !== y[0]) { return x[0] - y[0]; }
+      if (x[0] === 1) { return compareText(x[1], y[1]) * dir; }
       return (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) * dir;
     });
     rows.forEach(function (r) { body.appendChild(r); });
@@ -27,7 +38,7 @@
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
       // reachable and usable by keyboard: Tab to a header, Enter or Space sorts
       th.tabIndex = 0;
-      th.title = 'sort (click, or Enter)';
+      th.title = (th.title ? th.title + '; ' : '') + 'sort (click, or Enter)';
       th.setAttribute('aria-label', th.textContent + ': sort');
       th.addEventListener('click', function () { sortBy(table, i, th); });
       th.addEventListener('keydown', function (e) {

@@ -16,7 +16,9 @@ prints, calibration first (driver/stats/calibration.py):
 - flips: comparisons called faster one way in one run and the other way in the other;
 - one JSON line with those figures, for scripts.
 Standard errors come from the tables (se_log, df; cells: the CI and ci_df); tables written before
-those columns existed give them from the CI with the process counts' degrees of freedom.
+those columns existed give them from the CI (at the row's ci_level where the table has one, else
+at `level`) with the process counts' degrees of freedom. Verdicts are read through
+verdicts.norm_code, so an older folder's "inconclusive" is today's "undecided".
 """
 import argparse
 import json
@@ -72,14 +74,15 @@ def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
         else:
             df["left_cell"] = df["right_cell"] = None
         # the row's key across runs (driver/tables/results.py: ROW_KEY)
-        df = df.assign(table=name, key=row_key(df), envs=row_key(df, ENV_KEY))
+        df = df.assign(table=name, key=row_key(df), envs=row_key(df, ENV_KEY),
+                       verdict=df["verdict"].map(verdicts.norm_code))
         dof = _col(df, "df")
         fallback = _col(df, "n_left", math.inf) + _col(df, "n_right", math.inf) - 2
         df["df"] = dof.where(dof.notna(), fallback)
         se = _col(df, "se_log")
         if "ratio_ci_low" in df.columns:
-            derived = se_from_ci(df["ratio_ci_low"], df["ratio_ci_high"],
-                                 [level] * len(df), df["df"])
+            levels = _col(df, "ci_level", level).fillna(level)
+            derived = se_from_ci(df["ratio_ci_low"], df["ratio_ci_high"], levels, df["df"])
             se = se.where(se.notna(), pd.Series(derived, index=df.index))
         df["se_log"] = se
         parts.append(df[COLUMNS])

@@ -224,7 +224,7 @@ def decision_figures(tables_folder, margin: float) -> dict:
     - equivalence: of the comparison rows whose estimated ratio lies inside the margin
       (1 / (1 + margin) .. 1 + margin), how many end `equivalent` (Clopper-Pearson CI);
     - graph_decided: TF 2 vs TF 1 like-for-like `train_on_batch` in graph mode, one row per TF 2
-      version as the report's headline picks it: the versions whose verdict is not inconclusive
+      version as the report's headline picks it: the versions whose verdict is not undecided
       (from the duets table when the run has one, else from tf2_vs_tf1);
     - headline: per mode, from the duets table, the versions decided and, of the rows within 5 %
       of equal, how many end equivalent (Clopper-Pearson CI).

@@ -35,7 +35,7 @@ def test_rounds_twins_and_an_extra_round(tmp_path):
     assert (main[main.n_repeats == 2].allocation != "budget").all()
     twins = pd.read_csv(work / "results" / "tables" / "twins.csv")
     assert len(twins) == 1 and twins.verdict.iloc[0] in (
-        "left_faster", "right_faster", "equivalent", "inconclusive")
+        "left_faster", "right_faster", "equivalent", "undecided")
     # twins are in no other table
     gve = pd.read_csv(work / "results" / "tables" / "fit_vs_train_on_batch.csv")
     assert set(gve.machine) == {machines[0]}

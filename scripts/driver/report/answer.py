@@ -13,7 +13,14 @@ import math
 import pandas as pd
 
 from driver.report.fmt import col, ncol, num, records, text, version_key
-from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER, verdict_word
+from driver.stats.verdicts import (
+    EQUIVALENT,
+    INCONCLUSIVE,
+    LEFT_FASTER,
+    RIGHT_FASTER,
+    norm_code,
+    verdict_word,
+)
 from driver.tables import labels
 from driver.tables.ordering import AXIS_ORDER
 
@@ -27,8 +34,9 @@ API_TEXT, MODE_TEXT = labels.API_PHRASE, labels.MODE_PHRASE  # the words of the 
 
 
 def norm_verdict(value) -> str:
-    """A verdict as verdicts.py writes it; older tables ('right faster', 'not significant') too."""
-    v = text(value).strip().lower().replace(" ", "_")
+    """A verdict as verdicts.py writes it, from a table of any age (verdicts.norm_code reads
+    the older codes): anything else is undecided."""
+    v = norm_code(text(value))
     return v if v in (LEFT, RIGHT, EQUIV) else INCONCL
 
 

@@ -90,9 +90,9 @@ def coverage(cells: pd.DataFrame, machines: dict, config: dict) -> dict:
     rows.append({"what": "devices", "measured": _list(devices), "missing": missing})
 
     # The factors.
-    for axis, values in (("keras", tfcells.KERAS), ("mode", tfcells.MODES),
-                         ("api", tfcells.APIS), ("input", tfcells.INPUTS)):
-        seen = count(axis)
+    for axis, values in (("Keras", tfcells.KERAS), ("mode", tfcells.MODES),
+                         ("API", tfcells.APIS), ("input", tfcells.INPUTS)):
+        seen = count(axis.lower())
         extra = [v for v in seen if v not in values]  # values this code does not know yet
         missing = [(v, "not in this study's grids") for v in values if v not in seen]
         rows.append({"what": axis, "measured": _list(Counter({k: seen[k] for k in

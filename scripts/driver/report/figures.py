@@ -1,5 +1,7 @@
-"""The report's figures (matplotlib, rendered to inline SVG or PNG data URIs): the performance
-history, where the time goes, and the stem plots of every cell's samples."""
+"""The report's figures (matplotlib, rendered to inline SVG or PNG data URIs): where the time
+goes, every cell's trend and the stem plots of flagged cells; and the one place their SVG is made
+page-ready (clean_svg: compacted, ids unique in the page, named for assistive technology)."""
+import hashlib
 import html
 import io
 import logging
@@ -22,11 +24,15 @@ MODE_COLOURS = {"eager": "#1f77b4", "graph": "#ff7f0e", "run_eagerly": "#2ca02c"
                 "function": "#d62728", "xla": "#9467bd", "compile": "#8c564b",
                 "torchscript": "#e377c2"}
 
+# Shape as well as colour per mode, so that a reader who cannot tell the hues apart tells the modes.
+MODE_MARKERS = {"eager": "o", "graph": "s", "run_eagerly": "^", "function": "D", "xla": "v",
+                "compile": "P", "torchscript": "X", "numpy": "*"}
+
 KERAS_STYLES = {"tf.keras": "-", "keras": "--", "keras3": ":", "tf_keras": "-.",
                 "tf.python.keras": (0, (1, 1)), "none": "-"}
 
-# Plotting at most this many points per cell keeps the stability grid light (block medians beyond).
-MAX_PLOT_POINTS = 300
+# Plotting at most this many points per cell keeps the stem plots light (block medians beyond).
+MAX_PLOT_POINTS = 120
 # Achieved FLOP/s over the measured peak: at or above COMPUTE_BOUND the step is mostly arithmetic;
 # below OVERHEAD_BOUND it is mostly something else (Python, dispatch, copies).
 COMPUTE_BOUND, OVERHEAD_BOUND = 0.5, 0.1
@@ -36,19 +42,168 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
+# Ids the browser tests select by prefix (tests/browser/test_report_screen.py: TICKS) keep their
+# group ids, tagged; any other id survives only where the SVG refers to it.
+KEPT_ID_PREFIXES = ("axes_", "xtick_", "ytick_")
+# The most bytes one inline figure may take (an SVG as clean_svg returns it); a figure over it is
+# a figure to fold, thin or drop (tests/unit/report/test_figures.py checks the report's figures).
+FIGURE_BUDGET_BYTES = 80_000
+_NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
+_GEOMETRY = re.compile(r'\b(d|x|y|x1|x2|y1|y2|cx|cy|r|width|height|viewBox|transform|points)="([^"]*)"')
+_FONTS = re.compile(r"font-family: 'DejaVu Sans', [^;\"]*sans-serif(; )?")
+
+
+_PATH_TOKEN = re.compile(r"[MLCQZz]|-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def short_path(d: str) -> str:
+    """An SVG path's `d` in fewer characters, the same shape: no spaces around commands, and a
+    line to a point straight above or beside the current one as V or H (matplotlib writes
+    absolute M, L, C, Q and z only; anything else is returned as it came)."""
+    tokens = _PATH_TOKEN.findall(d)
+    if "".join(tokens) != re.sub(r"[\s,]+", "", d):
+        return d
+    out, i, cur, start = [], 0, ("", ""), ("", "")
+    arity = {"M": 2, "L": 2, "C": 6, "Q": 4}
+    while i < len(tokens):
+        cmd = tokens[i]
+        i += 1
+        if cmd in "Zz":
+            out.append("z")
+            cur = start
+            continue
+        n = arity.get(cmd)
+        if n is None or i + n > len(tokens):
+            return d
+        args = tokens[i:i + n]
+        i += n
+        if cmd == "L" and args[0] == cur[0]:
+            out.append("V" + args[1])
+        elif cmd == "L" and args[1] == cur[1]:
+            out.append("H" + args[0])
+        else:
+            out.append(cmd + " ".join(args).replace(" -", "-"))
+        cur = (args[-2], args[-1])
+        if cmd == "M":
+            start = cur
+    return "".join(out)
+
+
+def figures_over_budget(page: str, budget: int = FIGURE_BUDGET_BYTES) -> list[tuple[str, int]]:
+    """(aria-label, bytes) of every inline SVG in `page` over `budget` bytes (UTF-8)."""
+    out = []
+    for m in re.finditer(r"<svg\b.*?</svg>", page, flags=re.S):
+        size = len(m.group(0).encode("utf-8"))
+        if size > budget:
+            label = re.search(r'aria-label="([^"]*)"', m.group(0))
+            out.append((html.unescape(label.group(1)) if label else "", size))
+    return out
+
+
+def _round(match) -> str:
+    value = f"{float(match.group(0)):.1f}".rstrip("0").rstrip(".")
+    return "0" if value == "-0" else value
+
+
+def compact_svg(svg: str) -> str:
+    """Matplotlib's SVG, the same drawing in fewer bytes: coordinates to 0.1 pt (0.13 px), short
+    paths (short_path), no indentation, no no-op rotations, no font list on every text
+    (report/figures.css sets the same one for `svg.fig text`), and a style used three times or
+    more as a class (_style_classes)."""
+    svg = _GEOMETRY.sub(lambda m: f'{m.group(1)}="'
+                        + re.sub(r"\s+", " ", _NUMBER.sub(_round, m.group(2))).strip() + '"', svg)
+    svg = re.sub(r'(<path\b[^>]*?\sd=")([^"]*)"', lambda m: m.group(1) + short_path(m.group(2)) + '"',
+                 svg)
+    svg = re.sub(r' transform="rotate\(-?0 [^)]*\)"', "", svg)
+    svg = _FONTS.sub("", svg)
+    svg = re.sub(r">\s+<", "><", svg)
+    return _style_classes(svg)
+
+
+def _drop_bare_groups(svg: str) -> str:
+    """Without the <g> elements that have no attributes (they draw nothing and set nothing)."""
+    stack = []
+
+    def one(m):
+        tag = m.group(0)
+        if tag == "</g>":
+            return "" if stack.pop() else tag
+        if tag.endswith("/>"):
+            return tag
+        stack.append(tag == "<g>")
+        return "" if tag == "<g>" else tag
+
+    return re.sub(r"<g\b[^>]*>|</g>", one, svg)
+
+
+def _style_classes(svg: str, min_uses: int = 3) -> str:
+    """A style attribute repeated `min_uses` times or more as a class, the rule once in the SVG's
+    <style> (class names from a hash of the style, so the same style is the same rule in every
+    figure; a class rule outranks the `*` rule matplotlib writes, as the inline style did)."""
+    counts = {}
+    for st in re.findall(r'<\w+ [^>]*?style="([^"]*)"', svg):
+        counts[st] = counts.get(st, 0) + 1
+    names = {st: "s" + hashlib.sha1(st.encode("utf-8")).hexdigest()[:6]
+             for st, n in counts.items() if n >= min_uses}
+    if not names or "</style>" not in svg:
+        return svg
+
+    def one(m):
+        attrs = m.group(2)
+        st = re.search(r' style="([^"]*)"', attrs)
+        if not st or st.group(1) not in names or " class=" in attrs:
+            return m.group(0)
+        cls = ' class="%s"' % names[st.group(1)]
+        return "<" + m.group(1) + attrs.replace(st.group(0), cls)
+
+    svg = re.sub(r"<(\w+)( [^>]*)", one, svg)
+    rules = "".join(f".{n}{{{st}}}" for st, n in sorted(names.items(), key=lambda kv: kv[1]))
+    return svg.replace("</style>", rules + "</style>", 1)
+
+
+def unique_ids(svg: str) -> str:
+    """The SVG's ids made unique in a page of many figures: each kept id gets a tag from a hash
+    of the SVG's text (`axes_1` -> `axes_1-3f9a0c21`), and so does every reference to it
+    (`url(#..)`, `href="#.."`, `xlink:href="#.."`); a referenced id is also shortened
+    (`m6ac1c9c6d0` -> `m0-3f9a0c21`); an id nothing refers to is dropped, except
+    KEPT_ID_PREFIXES'. Deterministic: the same figure gets the same ids in every render."""
+    found = re.findall(r'\sid="([^"]+)"', svg)
+    refs = (set(re.findall(r"url\(#([^)\s]+)\)", svg))
+            | set(re.findall(r'href="#([^"]+)"', svg))) & set(found)
+    tag = hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8]
+    # a referenced id is renamed short (its first letter and a number: matplotlib's are hashes)
+    short = {i: f"{i[0]}{k}" for k, i in enumerate(dict.fromkeys(i for i in found if i in refs))}
+
+    def new_id(m):
+        i = m.group(1)
+        if i in refs:
+            return f' id="{short[i]}-{tag}"'
+        return f' id="{i}-{tag}"' if i.startswith(KEPT_ID_PREFIXES) else ""
+
+    svg = re.sub(r'\sid="([^"]+)"', new_id, svg)
+    svg = re.sub(r"url\(#([^)\s]+)\)",
+                 lambda m: f"url(#{short[m.group(1)]}-{tag})" if m.group(1) in refs
+                 else m.group(0), svg)
+    return re.sub(r'((?:xlink:)?href)="#([^"]+)"',
+                  lambda m: f'{m.group(1)}="#{short[m.group(2)]}-{tag}"' if m.group(2) in refs
+                  else m.group(0), svg)
+
+
 def clean_svg(svg: str, label: str = "") -> str:
     """Matplotlib's SVG as an inline element: no prologue, doctype, comments or metadata, scaled
-    to the page's width, and named for assistive technology (role="img", aria-label and a
-    <title> first child, as WAI's SVG guidance asks)."""
+    to the page's width, named for assistive technology (role="img", aria-label and a <title>
+    first child, as WAI's SVG guidance asks), compacted (compact_svg) and with ids unique in
+    the page (unique_ids), without the <g> wrappers left with no attribute."""
     svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
     svg = re.sub(r"<!DOCTYPE[^>]*>", "", svg)
     svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
     label = label or "figure"
+    svg = compact_svg(svg)
     svg = svg.replace("<svg ", f'<svg class="fig" role="img" aria-label="{_attr(label)}" ', 1)
     svg = re.sub(r"(<svg\b[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(label)}</title>",
                  svg, count=1)
-    return svg.strip()
+    return _drop_bare_groups(unique_ids(svg.strip()))
 
 
 def fig_svg(fig: Figure, label: str = "") -> str:
@@ -137,8 +292,8 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
                 sub = part[part["mode"] == mode]
                 offset = (k - (len(modes) - 1) / 2) * 0.12
                 x = [xpos[e] + offset for e in sub["env"]]
-                h = ax.scatter(x, sub[ycol] * scale, s=9, color=MODE_COLOURS.get(mode, "#555"),
-                               alpha=0.8, linewidths=0)
+                h = ax.scatter(x, sub[ycol] * scale, s=11, color=MODE_COLOURS.get(mode, "#555"),
+                               marker=MODE_MARKERS.get(mode, "o"), alpha=0.8, linewidths=0)
                 seen.setdefault(mode, h)
             if ycol == "achieved":
                 # A dash at the machine's attainable FLOP/s (its fastest matmul cell).
@@ -158,7 +313,7 @@ def time_figures(ok: pd.DataFrame, order: list[str], peaks: dict) -> list[dict]:
             plain_log_axis(ax)
             ax.set_ylabel(ylabel)
             ax.set_title(f"{model} model, {data} data")
-            ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.5)  # the labelled ticks only
         for ax in list(axes.flat)[len(pairs):]:
             ax.set_visible(False)
         if seen:
@@ -198,61 +353,136 @@ def drift_words(ratio: float) -> tuple[str, str]:
     return f"faster over time ×{r:.2f}", FASTER_GREEN
 
 
-def stability_grid(panels: list[dict], ncols=3) -> str:
-    """Stem plots of per-iteration times, small multiples, as one inline SVG (vector, 9 pt
-    text). Each panel's stems are one path. A drifting cell is titled by its direction (slower
-    or faster over time, coloured so) with its tinted background; a noisy one has an orange
-    frame: the seed's throttling symptom ("a rising stem plot of iteration times") shows at a
-    glance."""
-    ncols = max(1, min(ncols, len(panels)))
-    nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(3.6 * ncols, 2.55 * nrows))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    findings = []
-    for ax, p in zip(axes.flat, panels):
-        y_all = np.asarray(p["samples"], dtype=float) * 1e3
-        x, y, _ = plot_points(y_all)
-        words, colour = drift_words(p.get("drift_ratio")) if p["drift"] else ("", "#34495e")
-        stems_x = np.repeat(np.asarray(x, dtype=float), 3)
-        stems_y = np.column_stack([np.zeros(len(y)), y, np.full(len(y), np.nan)]).ravel()
-        stems_x[2::3] = np.nan
-        ax.plot(stems_x, stems_y, color=colour, linewidth=0.6, alpha=0.85)
-        n = y_all.size
-        med = float(np.median(y_all))
-        ax.axhline(med, color="k", linewidth=0.6, linestyle=":")
-        if n >= 8:  # first- and last-quarter medians: the size of a trend, drawn
-            q = n // 4
-            ax.hlines([np.median(y_all[:q]), np.median(y_all[-q:])], [0, n - q], [q, n],
-                      color="#8e44ad", linewidth=1.6)
-        for b in p.get("bounds", []):
-            ax.axvline(b, color="#7f8c8d", linewidth=0.6, linestyle="--")
-        top = max(float(np.percentile(y_all, 99)) * 1.15, med * 1.3)
-        clipped = int((y_all > top).sum())
-        ax.set_ylim(0, top)
-        ax.set_xlim(-0.5, n)
-        title = p["title"]
-        if p["drift"]:
-            ax.set_facecolor("#fdecea" if colour == SLOWER_RED else "#e8f5ec")
-            title = f"{words}\n" + title
-            findings.append(words)
-        if p["noisy"]:
-            for spine in ax.spines.values():
-                spine.set_edgecolor("#e67e22")
-                spine.set_linewidth(1.6)
-            title = "noisy · " + title
-        if clipped:
-            ax.text(0.99, 0.97, f"{clipped} off scale", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=9, color="#555")
-        ax.set_title(title, fontsize=9, color=colour if p["drift"] else "#222", pad=3,
-                     linespacing=1.1)
-        ax.tick_params(labelsize=9, length=2, pad=1)
-        ax.set_ylabel("ms per step", fontsize=9, labelpad=1)
-        ax.set_xlabel("step", fontsize=9, labelpad=1)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    fig.tight_layout(pad=0.3, h_pad=0.6, w_pad=0.4)
-    n_drift = sum(1 for p in panels if p["drift"])
-    label = (f"Stem plots of every timed step of {len(panels)} cells: "
-             + (f"{n_drift} drift ({'; '.join(findings)})" if n_drift else "none drifts")
-             + f", {sum(1 for p in panels if p['noisy'])} noisy")
+def _stems(ax, p: dict) -> str:
+    """One cell's stem plot on `ax` (p: samples in s, bounds, drift, noisy, drift_ratio, title);
+    returns the drift's words ("" when it does not drift)."""
+    y_all = np.asarray(p["samples"], dtype=float) * 1e3
+    x, y, _ = plot_points(y_all)
+    words, colour = drift_words(p.get("drift_ratio")) if p["drift"] else ("", "#34495e")
+    stems_x = np.repeat(np.asarray(x, dtype=float), 3)
+    stems_y = np.column_stack([np.zeros(len(y)), y, np.full(len(y), np.nan)]).ravel()
+    stems_x[2::3] = np.nan
+    ax.plot(stems_x, stems_y, color=colour, linewidth=0.6, alpha=0.85)
+    n = y_all.size
+    med = float(np.median(y_all))
+    ax.axhline(med, color="k", linewidth=0.6, linestyle=":")
+    if n >= 8:  # first- and last-quarter medians: the size of a trend, drawn
+        q = n // 4
+        ax.hlines([np.median(y_all[:q]), np.median(y_all[-q:])], [0, n - q], [q, n],
+                  color="#8e44ad", linewidth=1.6)
+    for b in p.get("bounds", []):
+        ax.axvline(b, color="#7f8c8d", linewidth=0.6, linestyle="--")
+    top = max(float(np.percentile(y_all, 99)) * 1.15, med * 1.3)
+    clipped = int((y_all > top).sum())
+    ax.set_ylim(0, top)
+    ax.set_xlim(-0.5, n)
+    title = p["title"]
+    if p["drift"]:
+        ax.set_facecolor("#fdecea" if colour == SLOWER_RED else "#e8f5ec")
+        title = f"{words}\n" + title
+    if p["noisy"]:
+        for spine in ax.spines.values():
+            spine.set_edgecolor("#e67e22")
+            spine.set_linewidth(1.6)
+        title = "noisy · " + title
+    if clipped:
+        ax.text(0.99, 0.97, f"{clipped} off scale", transform=ax.transAxes, ha="right",
+                va="top", fontsize=9, color="#555")
+    ax.set_title(title, fontsize=9, color=colour if p["drift"] else "#222", pad=3,
+                 linespacing=1.1, loc="left")
+    ax.tick_params(labelsize=8, length=2, pad=1)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    ax.set_ylabel("ms per step", fontsize=8, labelpad=1)
+    ax.set_xlabel("step", fontsize=8, labelpad=1)
+    return words
+
+
+def stem_panel(p: dict) -> str:
+    """One cell's stem plot of its timed steps as a small inline SVG (a page's grid reflows
+    them). A drifting cell is titled by its direction (slower or faster over time, coloured so)
+    with a tinted background; a noisy one has an orange frame: the seed's throttling symptom
+    ("a rising stem plot of iteration times") shows at a glance."""
+    fig = Figure(figsize=(3.6, 2.3))
+    ax = fig.add_subplot()
+    words = _stems(ax, p)
+    fig.tight_layout(pad=0.3)
+    n = np.asarray(p["samples"]).size
+    label = (f"Stem plot of the {n} timed steps of {p['title'].replace(chr(10), ', ')}"
+             + (f": {words}" if words else "") + ("; noisy" if p["noisy"] else ""))
+    return fig_svg(fig, label)
+
+
+# A figure's colour as page text where the figure's own is too light for text (WCAG 4.5:1).
+TEXT_COLOURS = {"#8a93a3": "#575e6b", "#e67e22": "#b45309"}
+DRIFT_MARKERS = {"slower": ("^", SLOWER_RED), "faster": ("v", FASTER_GREEN),
+                 "steady": (".", "#8a93a3")}
+# Each matplotlib marker the figures draw as the character a page's legend shows for it.
+MARKER_SYMBOLS = {"<": "\u25c0", ">": "\u25b6", "D": "\u25c6", "s": "\u25a0", "o": "\u25cf",
+                  "^": "\u25b2", "v": "\u25bc", ".": "\u00b7"}
+OPEN_SYMBOLS = {"<": "\u25c1", ">": "\u25b7", "D": "\u25c7", "s": "\u25a1", "o": "\u25cb",
+                "^": "\u25b3", "v": "\u25bd"}
+
+
+def drift_key() -> list[dict]:
+    """The overview's legend for a page, from DRIFT_MARKERS: [{symbol, colour, word}], the
+    colour one that text can take (4.5:1 on white or more; the figure's grey is lighter)."""
+    words = {"slower": "drifts slower over time", "faster": "drifts faster over time",
+             "steady": "no drift"}
+    return [{"symbol": MARKER_SYMBOLS[m], "colour": TEXT_COLOURS.get(c, c), "word": words[k]}
+            for k, (m, c) in DRIFT_MARKERS.items()]
+
+
+def drift_overview(cells: list[dict], order: list[str]) -> str:
+    """Every cell's last-quarter / first-quarter median ratio against its env (x, in `order`):
+    a drifting cell as a triangle (up and red: slower over time; down and green: faster), the
+    others as small grey dots; a noisy cell ringed in orange. cells: [{env, ratio, drift,
+    noisy}]."""
+    envs = [e for e in order if e in {c["env"] for c in cells}]
+    envs += sorted({c["env"] for c in cells} - set(envs))
+    pos = {e: i for i, e in enumerate(envs)}
+    fig = Figure(figsize=(max(5.0, 0.9 + 0.24 * len(envs)), 3.0))
+    ax = fig.add_subplot()
+    ax.axhline(1.0, color="#333", linewidth=0.7)
+    points = {"slower": [], "faster": [], "steady": [], "noisy": []}
+    for c in cells:
+        r = c["ratio"]
+        if not (r > 0 and math.isfinite(r)):
+            continue
+        points[("slower" if r >= 1 else "faster") if c["drift"] else "steady"].append(
+            (pos[c["env"]], r))
+        if c["noisy"]:
+            points["noisy"].append((pos[c["env"]], r))
+    shown = {}
+    for kind in ("steady", "faster", "slower"):
+        if points[kind]:
+            marker, colour = DRIFT_MARKERS[kind]
+            x, y = zip(*points[kind])
+            shown[kind] = ax.plot(x, y, marker=marker, color=colour, linestyle="none",
+                                  markersize=5 if kind == "steady" else 6, markeredgewidth=0)[0]
+    if points["noisy"]:
+        x, y = zip(*points["noisy"])
+        shown["noisy"] = ax.plot(x, y, marker="o", markersize=9, markerfacecolor="none",
+                                 markeredgecolor="#e67e22", markeredgewidth=1.1,
+                                 linestyle="none")[0]
+    ax.set_yscale("log")
+    plain_log_axis(ax)
+    ax.set_xticks(range(len(envs)))
+    ax.set_xticklabels(envs, rotation=90, fontsize=7)
+    ax.set_xlim(-0.6, len(envs) - 0.4)
+    ax.set_ylabel("last / first quarter", fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(True, axis="y", which="both", alpha=0.25, linewidth=0.5)
+    names = {"slower": "drifts, slower over time", "faster": "drifts, faster over time",
+             "steady": "no drift", "noisy": "noisy"}
+    keys = [k for k in ("slower", "faster", "steady", "noisy") if k in shown]
+    if keys:
+        ax.legend([shown[k] for k in keys], [names[k] for k in keys], fontsize=7, frameon=False,
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout(pad=0.3)
+    n_slow = sum(1 for c in cells if c["drift"] and c["ratio"] >= 1)
+    n_fast = sum(1 for c in cells if c["drift"] and c["ratio"] < 1)
+    label = (f"Last-quarter over first-quarter median step time of {len(cells)} cells by env: "
+             f"{n_slow} drift slower over time, {n_fast} faster, "
+             f"{sum(1 for c in cells if c['noisy'])} noisy")
     return fig_svg(fig, label)

@@ -80,14 +80,16 @@ def pct_cell(row) -> dict:
     p = num(row.get("pct"))
     if math.isnan(p):
         return cell("–", "na")
-    sig = is_true(row.get("significant"))
+    verdict = words(text(row.get("verdict")).lower().replace(" ", "_"))
+    # coloured when decided: by the verdict where the row has one (the tested interval)
+    sig = (verdict.cls in ("pos", "neg")) if text(row.get("verdict")) else \
+        is_true(row.get("significant"))
     cls = ("pos" if p > 0 else "neg" if p < 0 else "zero") + ("" if sig else " ns")
     tip = (f"left {fmt_ms(row.get('left_median_s'))} ms, right {fmt_ms(row.get('right_median_s'))}"
-           f" ms; ratio {fmt_ratio(row.get('ratio'))} [{fmt_ratio(row.get('ratio_ci_low'))}, "
-           f"{fmt_ratio(row.get('ratio_ci_high'))}]; p {fmt_p(row.get('p'))}, BH-adjusted "
-           f"{fmt_p(row.get('p_adjusted'))}; {text(row.get('verdict'), 'no verdict')}")
-    verdict = text(row.get("verdict")).lower().replace(" ", "_")
-    mark = "" if sig else (words(verdict).mark or words(INCONCLUSIVE).mark)
+           f" ms: left {ratio_text(row.get('ratio'), p)}; tested interval "
+           f"{fmt_ratio(row.get('ratio_ci_low'))}-{fmt_ratio(row.get('ratio_ci_high'))}; "
+           f"{verdict.word}")
+    mark = "" if sig else (verdict.mark or words(INCONCLUSIVE).mark)
     out = cell(fmt_pct(p) + mark, cls, v=p, title=tip)
     out["sub"] = f"{fmt_ms(row.get('left_median_s'))} / {fmt_ms(row.get('right_median_s'))} ms"
     return out
@@ -115,3 +117,20 @@ def records(df: pd.DataFrame) -> list[dict]:
 
 def config_label(row, axes=("keras", "mode", "api", "input", "device"), sep=" · ") -> str:
     return sep.join(text(row.get(a)) for a in axes if text(row.get(a)))
+
+
+def fold_constants(table: dict) -> dict:
+    """A table for the template without its word columns that hold one value in every row (one
+    machine, one device): those are said once above it (`constant`: (header, value, CSV name)),
+    so that no column repeats, and wraps, the same words in every row. Number columns stay."""
+    rows, columns = table.get("rows") or [], table.get("columns") or []
+    if len(rows) < 2:
+        return {**table, "constant": table.get("constant", [])}
+    same = [i for i, c in enumerate(columns) if not c.get("num")
+            and len({r[i]["text"] for r in rows}) == 1 and rows[0][i]["text"]]
+    constant = [(columns[i]["label"], rows[0][i]["text"], columns[i].get("csv", columns[i]["label"]))
+                for i in same]
+    keep = [i for i in range(len(columns)) if i not in same]
+    return {**table, "columns": [columns[i] for i in keep],
+            "rows": [[r[i] for i in keep] for r in rows],
+            "constant": [*table.get("constant", []), *constant]}

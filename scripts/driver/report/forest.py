@@ -9,17 +9,44 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from driver.report.figures import fig_svg, plain_log_axis
-from driver.report.fmt import col, ncol, records, text
-from driver.stats.verdicts import verdict_word, words
+from driver.report.figures import MARKER_SYMBOLS, OPEN_SYMBOLS, fig_svg, plain_log_axis
+from driver.report.fmt import col, ncol, num, records, text
+from driver.stats.verdicts import (
+    EQUIVALENT,
+    INCONCLUSIVE,
+    LEFT_FASTER,
+    RIGHT_FASTER,
+    verdict_word,
+    words,
+)
 from driver.tables.ordering import AXIS_ORDER
 
 SUBJECT = "TF 2"  # the left side of every forest row: a verdict's words name it
 
+LEGEND_CLASSES = {RIGHT_FASTER: "k-slow", LEFT_FASTER: "k-fast", EQUIVALENT: "k-eq",
+                  INCONCLUSIVE: "k-inc"}
+EQ_BAR_WIDTH, CI_LINE_WIDTH = 4.0, 1.1  # the equivalence test's interval inside the tested one
+
+
+def legend_items(standin: str = "tf_keras standing in for tf.keras") -> list[dict]:
+    """The forest's legend, from the markers it draws (verdicts.WORDS), so that shapes and
+    legend cannot disagree: [{"symbol", "cls", "word"}] for slower, faster, equivalent and
+    undecided, then the open marker of a stand-in row (`standin` names it; "" leaves it out)."""
+    items = [{"symbol": MARKER_SYMBOLS[words(v).marker], "cls": LEGEND_CLASSES[v],
+              "word": verdict_word(v, SUBJECT)}
+             for v in (RIGHT_FASTER, LEFT_FASTER, EQUIVALENT, INCONCLUSIVE)]
+    if standin:
+        items.append({"symbol": OPEN_SYMBOLS[words(RIGHT_FASTER).marker], "cls": "k-open",
+                      "word": f"open marker: {standin}"})
+    return items
+
 
 def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
-    """Ratio TF2 / TF1 per version (rows, oldest on top) with its CI, the line at 1 and the band
-    1 / (1 + min_effect) .. 1 + min_effect in which a whole CI means "equivalent"."""
+    """Ratio TF2 / TF1 per version (rows, oldest on top) with its tested interval (`lo`..`hi`, a
+    thin line), the line at 1 and the band 1 / (1 + min_effect) .. 1 + min_effect. A row with
+    `eq_lo`/`eq_hi` (the equivalence test's 90 % interval) draws it as a thick bar inside the thin
+    line: "equivalent" reads as a thick bar inside the band, "slower"/"faster" as a thin line
+    clear of 1. Markers come from verdicts.WORDS (shape as well as colour)."""
     rows = panel["rows"]
     n = max(len(rows), 1)
     fig = Figure(figsize=(4.3, 0.9 + 0.2 * n))
@@ -31,8 +58,12 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     for i, r in enumerate(rows):
         colour, marker = words(r["verdict"]).colour, words(r["verdict"]).marker
         if not (math.isnan(r["lo"]) or math.isnan(r["hi"])):
-            ax.hlines(i, r["lo"], r["hi"], color=colour, linewidth=1.6)
+            ax.hlines(i, r["lo"], r["hi"], color=colour, linewidth=CI_LINE_WIDTH)
             xs += [r["lo"], r["hi"]]
+        eq = (num(r.get("eq_lo")), num(r.get("eq_hi")))
+        if not any(math.isnan(v) for v in eq):
+            ax.hlines(i, eq[0], eq[1], color=colour, linewidth=EQ_BAR_WIDTH, alpha=0.55)
+            xs += list(eq)
         if not math.isnan(r["ratio"]):
             ax.plot([r["ratio"]], [i], marker=marker, color=colour, markersize=5 if r["head"] else 3.5,
                     markerfacecolor="white" if r["standin"] else colour, markeredgewidth=1.2)
@@ -72,8 +103,12 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
         ratios = [r["ratio"] for r in heads]
         finding = (f": {', '.join(f'{w} in {n}' for w, n in counts.items())} of {len(heads)} "
                    f"versions, ratios {min(ratios):.2f}–{max(ratios):.2f}x")
+    has_eq = any(not (math.isnan(num(r.get("eq_lo"))) or math.isnan(num(r.get("eq_hi"))))
+                 for r in rows)
     label = (f"Forest plot, {panel['title']}, TF 2 step time divided by {reference}'s"
-             f"{finding}; 95 % confidence intervals, shaded band 1 ± {min_effect:.0%}")
+             f"{finding}; thin lines: the tested intervals"
+             + ("; thick bars: the equivalence intervals" if has_eq else "")
+             + f"; shaded band 1 ± {min_effect:.0%}")
     return fig_svg(fig, label)
 
 
@@ -176,7 +211,7 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
                  f"\n{k['model']} model, {k['data']} data"
                  + (f" · {k['machine']}" if several else ""))
         ax.set_title(title, fontsize=8, loc="left")
-        ax.grid(True, which="both", alpha=0.25, linewidth=0.5)
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.5)  # the labelled ticks only
         ax.legend(fontsize=6.5, frameon=False, loc="best")
         fig.tight_layout()
         ok_ = ~np.isnan(y)
@@ -190,6 +225,9 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
                        f"{ver[i_max]} ({y[i_max]:,.1f} ms)")
         label = (f"Performance history of {title.replace(chr(10), ', ')}: median ms per step "
                  f"per TF version{finding}{refline}")
-        panels.append({"title": title.replace("\n", ", "), "svg": fig_svg(fig, label)})
+        caption = ("Median ms per step by TF version" + (f": {finding[2:]}" if finding else "")
+                   + (f"; dashed: {reference_env}" if refline else "") + ".")
+        panels.append({"title": title.replace("\n", ", "), "caption": caption,
+                       "svg": fig_svg(fig, label)})
     fewer = df.groupby(HISTORY_KEYS).ngroups - len(panels) if len(df) else 0
     return {"panels": panels, "fewer": fewer, "min_versions": min_versions}

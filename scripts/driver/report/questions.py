@@ -176,8 +176,8 @@ def inference(tabs: dict) -> dict | None:
 
 
 def inference_sentence(inf: dict | None) -> tuple[str, str]:
-    """'call model(x), not predict(): predict() takes 6.6–10.9x as long in eager mode (3 of 3
-    versions), ...' where calling the model is decided faster; the other modes said as they are."""
+    """'call model(x), not predict(): predict() takes <lo>–<hi>x as long in eager mode (<k> of
+    <n> versions), ...' where calling the model is decided faster; the other modes as they are."""
     if not inf:
         return ("not measured in this study (no model(x) against predict() rows: add the "
                 "apis call and predict to a grid).", "nodata")

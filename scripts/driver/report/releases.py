@@ -19,6 +19,7 @@ from driver.tables.ordering import env_sort_key
 
 NEW_ENV_GAP_S = 1800.0
 LINE_ORDER = {"TensorFlow": 0, "PyTorch": 1}
+MODE_ORDER = {"graph": 0, "eager": 1, "function": 2, "xla": 3, "run_eagerly": 4}
 PANEL_KEYS = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]
 
 
@@ -80,9 +81,11 @@ def _change_row(r: dict) -> list[dict]:
             cell(what, cls), cell(fmt_p(r.get("p_adjusted")), "num", v=num(r.get("p_adjusted")))]
 
 
+# "earlier ms" is the median of the version compared against (the `vs` column), "this ms" this
+# release's own: the two versions' own times, not a segment's level (the change points' table)
 CHANGE_COLUMNS = [{"label": c, "num": n} for c, n in (
-    ("configuration", False), ("vs", False), ("before ms", True), ("after ms", True),
-    ("after / before [CI]", True), ("change", False), ("p (BH)", True))]
+    ("configuration", False), ("vs", False), ("earlier ms", True), ("this ms", True),
+    ("after / before [CI]", True), ("change", False), ("p, adjusted", True))]
 
 
 def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> list[dict]:
@@ -104,7 +107,10 @@ def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> 
             ratio = num(r.get("ratio"))
             return -abs(math.log(ratio)) if ratio > 0 else 0.0
 
-        part = sorted(part, key=lambda r: ({verdicts.RIGHT_FASTER: 0, verdicts.LEFT_FASTER: 1,
+        # grouped by mode and API (then Keras and input), the significant changes first in each
+        part = sorted(part, key=lambda r: (MODE_ORDER.get(text(r.get("mode")), 9),
+                                           text(r.get("mode")), text(r.get("api")),
+                                           {verdicts.RIGHT_FASTER: 0, verdicts.LEFT_FASTER: 1,
                                             verdicts.INCONCLUSIVE: 2}.get(text(r.get("verdict")),
                                                                           3), size(r)))
         first = part[0]
@@ -114,6 +120,7 @@ def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> 
             "version": text(first.get("left_framework_version")),
             "previous": sorted({text(r.get("right_env")) for r in part},
                                key=lambda e: rank.get(e, len(rank))),
+            "skipped": max(int(num(r.get("releases_skipped")) or 0) for r in part),
             "new": env in new, "n": len(part),
             "n_slower": v.count(verdicts.RIGHT_FASTER), "n_faster": v.count(verdicts.LEFT_FASTER),
             "n_equivalent": v.count(verdicts.EQUIVALENT),
@@ -127,9 +134,12 @@ def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> 
     return out
 
 
+# a change point's sides are segments: "level before ms" is the typical step time of the versions
+# before it (process-weighted mean of their log medians, driver/stats/changepoints.py), not the
+# version right before's own median
 CP_COLUMNS = [{"label": c, "num": n} for c, n in (
-    ("configuration", False), ("line", False), ("between", False), ("before ms", True),
-    ("after ms", True), ("after / before [CI]", True), ("step", False))]
+    ("configuration", False), ("line", False), ("between", False), ("level before ms", True),
+    ("level after ms", True), ("after / before [CI]", True), ("step", False))]
 
 
 def changepoint_view(cps: pd.DataFrame, order: list[str]) -> dict:

@@ -24,6 +24,7 @@ import pandas as pd
 from driver.report import sections as section_modules
 from driver.report.data import ReportData
 from driver.report.fmt import text
+from driver.tables import labels
 from driver.tables.registry import NAMES
 from driver.tables.results import TABLES_DIR, Results, table_file
 from tfspeed.atomic import write_text
@@ -83,6 +84,7 @@ def render_html(ctx: dict, template) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
+    env.globals["header"] = labels.header  # a table's bare column names, in words
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")

@@ -69,7 +69,7 @@ def matches(row: dict, spec: dict, side: str = "") -> bool:
 
 def neighbours(tabs: dict, spec: dict) -> list[dict]:
     """Rows with one side the configuration and the other not, oriented: `speedup` > 1 when
-    the configuration is faster, `outcome` faster / slower / equivalent / inconclusive."""
+    the configuration is faster, `outcome` faster / slower / equivalent / undecided."""
     out = []
     for name, factor in NEIGHBOUR_TABLES.items():
         df = tabs.get(name, pd.DataFrame())

@@ -9,7 +9,7 @@ import pandas as pd
 
 from driver.report.fmt import cell, fmt_pct, num, records, text
 from driver.stats.verdicts import DECIDED, INCONCLUSIVE, words
-from driver.tables.labels import API
+from driver.tables.labels import API_CELL as API
 from driver.tables.source_layout import BLOCK, NOTE, VERDICT_PREFIX, seed_view
 
 
@@ -44,7 +44,7 @@ def seed_blocks(cells: pd.DataFrame, tabs: dict, reference_env: str, envs: list)
                     extra = "" if verdict in DECIDED else " ns"
                     mark = words(verdict).mark
                     cls = ("pos" if v > 0 else "neg" if v < 0 else "zero") + extra
-                    row.append(cell(fmt_pct(v) + mark, cls, v=v, title=verdict))
+                    row.append(cell(fmt_pct(v) + mark, cls, v=v, title=words(verdict).word))
             rows.append(row)
         # the API as labelled everywhere ("fit() 1 step/call", "fit() epoch/call")
         title = " + ".join([API.get(text(k["api"]), text(k["api"])), text(k["input"]),

@@ -13,12 +13,30 @@ from driver.report.answer import norm_verdict, row_kind
 from driver.report.fmt import cell, col, fmt_ms, fmt_p, fmt_ratio, num, records, text
 from driver.report.views import comparison_view
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER, words
+from driver.tables.labels import value_label
 from driver.tables.registry import BY_NAME, COMPARISONS, REGISTRY
 
 # Shown by best_vs_best, above the one-factor tables.
 SHOWN_APART = tuple(t.name for t in REGISTRY if t.shown_apart)  # each table's `shown_apart`
 KIND_TITLE = {"cross": "rows that also change the Keras flavour",
               "micro": "the matmul micro-case"}
+# The comparisons whose glance is open on the page (the questions the answer names: TF 2 against
+# TF 1, graph against eager, calling the model against predict()); the others are folded under
+# their one-line digest, every row a click away.
+OPEN = ("tf2_vs_tf1", "graph_vs_eager", "call_vs_predict")
+
+
+def digest(view: dict) -> str:
+    """A comparison in one line: '<n> pairs: TF 2 slower in <k>, faster in <j>, equivalent in
+    <e>, undecided in <u>' (the counts of its verdicts, the words of the report)."""
+    if not view.get("rows"):
+        return "no rows"
+    counts = view.get("counts") or {}
+    side = (view.get("sides") or ("first",))[0]
+    parts = [f"{w} in {n}" for w, n in counts.items()]
+    if parts and list(counts)[0] in ("slower", "faster"):
+        parts[0] = f"{side} {parts[0]}"
+    return f"{view['rows']} pairs" + (": " + ", ".join(parts) if parts else "")
 
 
 def split_views(tabs: dict) -> list[dict]:
@@ -31,7 +49,8 @@ def split_views(tabs: dict) -> list[dict]:
         df = tabs.get(name, pd.DataFrame())
         kinds = pd.Series([row_kind(r, name) for r in records(df)], index=df.index, dtype=object)
         one = comparison_view(name, df[kinds == "one"] if len(df) else df)
-        entry = {"name": name, "main": one, "extra": [], "n_all": len(df)}
+        entry = {"name": name, "main": one, "extra": [], "n_all": len(df),
+                 "open": name in OPEN and bool(one["rows"])}
         if name == "frameworks":
             one["title"] = "Frameworks: every env and mode vs one TF reference cell"
         cross = df[kinds == "cross"] if len(df) else df
@@ -60,7 +79,10 @@ def split_views(tabs: dict) -> list[dict]:
             "Rows in mode numpy run NumPy alone, no TensorFlow (NumPy versions differ between "
             "envs): they say nothing about TensorFlow." if "numpy" in modes else ""))
         _rename(view, "micro")
-        out.append({"name": "micro", "main": view, "extra": [], "n_all": len(df)})
+        out.append({"name": "micro", "main": view, "extra": [], "n_all": len(df), "open": False})
+    for entry in out:
+        for view in (entry["main"], *entry["extra"]):
+            view["digest"] = digest(view)
     return out
 
 
@@ -71,17 +93,23 @@ def _rename(view: dict, name: str) -> None:
 
 
 def _label(r: dict, side: str) -> str:
-    parts = [text(r.get(f"{side}_{c}")) for c in ("env", "keras", "mode", "api", "input")]
+    parts = [value_label(c, text(r.get(f"{side}_{c}")))
+             for c in ("env", "keras", "mode", "api", "input")]
     return " · ".join(p for p in parts if p and p != "none")
 
 
 def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
     """The `frameworks_best` table as the report shows it: who wins, by how much. Every figure
     and verdict comes from aggregation (driver/tables/comparisons.py); nothing is tested here."""
-    columns = [{"label": c, "num": n} for c, n in (
-        ("model · data · device · task", False), ("framework", False), ("its best cell", False),
-        ("ms", True), ("TF's best cell", False), ("TF ms", True), ("ratio [CI]", True),
-        ("who wins", False), ("p (BH)", True))]
+    columns = [{"label": c, "csv": csv, "num": n} for c, csv, n in (
+        ("model · data · device · task", "model, data, device, task", False),
+        ("framework", "left_family", False),
+        ("its best cell", "left_env, left_keras, left_mode, left_api, left_input", False),
+        ("ms", "left_median_s", True),
+        ("TF's best cell", "right_env, right_keras, right_mode, right_api, right_input", False),
+        ("TF ms", "right_median_s", True),
+        ("ratio [tested interval]", "ratio, ratio_ci_low, ratio_ci_high", True),
+        ("who wins", "verdict", False), ("p (adjusted)", "p_adjusted", True))]
     out = []
     for r in records(table):
         ratio, fam = num(r.get("ratio")), text(r.get("left_family"))

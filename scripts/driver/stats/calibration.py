@@ -128,10 +128,12 @@ def _verdicts(log_ratio, se, df, level, q, margin, alpha_eq) -> np.ndarray:
     m = math.log1p(margin)
     p_eq = np.maximum([moderated.t_sf((a + m) / s, x) for a, s, x in zip(log_ratio, se, df)],
                       [moderated.t_sf((m - a) / s, x) for a, s, x in zip(log_ratio, se, df)])
-    frame = pd.DataFrame({"ratio_ci_low": np.exp(log_ratio - crit * se),
+    frame = pd.DataFrame({"ratio": np.exp(log_ratio), "se_log": se, "df": df,
+                          "ratio_ci_low": np.exp(log_ratio - crit * se),
                           "ratio_ci_high": np.exp(log_ratio + crit * se), "p": p,
                           "p_equivalent": p_eq})
-    return verdicts.decide(frame, q=q, min_effect=margin,
+    # as the tables decide: each interval at the level BH tests it at (verdicts.tested)
+    return verdicts.tested(frame, q=q, min_effect=margin,
                            alpha_equivalence=alpha_eq)["verdict"].to_numpy()
 
 

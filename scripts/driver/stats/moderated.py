@@ -101,20 +101,24 @@ def compare(mean_left: float, s2_left: float, df_left: float, n_left: int, mean_
     each side): the ratio, its CI at `level`, the two-sided p-value, and the equivalence test
     (TOST: two one-sided t tests at alpha_equivalence against +-log(1 + margin)), with the bound
     "differ by at most bound_pct %" = the larger end of the (1 - 2 alpha) CI, in % (symmetric in
-    log: a ratio r and 1/r are the same distance from 1)."""
+    log: a ratio r and 1/r are the same distance from 1). That interval is tost_ci_low/high at
+    tost_level: the row is equivalent exactly when it lies inside 1 +- margin (symmetric in log)."""
     diff = mean_left - mean_right
     out = {"ratio": math.exp(diff), "ratio_ci_low": math.nan, "ratio_ci_high": math.nan,
-           "p": math.nan, "df": math.nan, "se_log": math.nan, "p_equivalent": math.nan,
-           "bound_pct": math.nan, "n_left": int(n_left), "n_right": int(n_right)}
+           "ci_level": math.nan, "p": math.nan, "df": math.nan, "se_log": math.nan,
+           "p_equivalent": math.nan, "tost_ci_low": math.nan, "tost_ci_high": math.nan,
+           "tost_level": math.nan, "bound_pct": math.nan, "n_left": int(n_left),
+           "n_right": int(n_right)}
     if n_left < 2 or n_right < 2:
         return out
     v_l, v_r = s2_left / n_left, s2_right / n_right
     se = math.sqrt(v_l + v_r)
     if not se > 0:  # no spread left at all (synthetic data): the difference is exact
         m = math.log1p(margin)
-        out.update(ratio_ci_low=out["ratio"], ratio_ci_high=out["ratio"],
+        out.update(ratio_ci_low=out["ratio"], ratio_ci_high=out["ratio"], ci_level=level,
                    p=0.0 if diff else 1.0, se_log=0.0, df=math.inf,
-                   p_equivalent=0.0 if abs(diff) < m else 1.0,
+                   p_equivalent=0.0 if abs(diff) < m else 1.0, tost_ci_low=out["ratio"],
+                   tost_ci_high=out["ratio"], tost_level=1.0 - 2.0 * alpha_equivalence,
                    bound_pct=100.0 * math.expm1(abs(diff)))
         return out
     df = welch_df(v_l, df_left, v_r, df_right)
@@ -124,15 +128,18 @@ def compare(mean_left: float, s2_left: float, df_left: float, n_left: int, mean_
 
 def from_se(diff: float, se: float, df: float, n_left: int, n_right: int, level: float = 0.95,
             margin: float = 0.10, alpha_equivalence: float = 0.05) -> dict:
-    """compare's figures from a log difference, its standard error (> 0) and degrees of freedom."""
+    """compare's figures from a log difference, its standard error (> 0) and degrees of freedom:
+    the CI at `level`, the equivalence test's (1 - 2 alpha_equivalence) interval (tost_ci_*)."""
     out = {"ratio": math.exp(diff), "n_left": int(n_left), "n_right": int(n_right)}
     half = t_quantile(0.5 + level / 2, df) * se
     bound_half = t_quantile(1 - alpha_equivalence, df) * se
     m = math.log1p(margin)
     p_eq = max(t_sf((diff + m) / se, df), t_sf((m - diff) / se, df))
     out.update(ratio_ci_low=math.exp(diff - half), ratio_ci_high=math.exp(diff + half),
-               p=min(1.0, 2.0 * t_sf(abs(diff) / se, df)), df=float(df), se_log=se,
-               p_equivalent=p_eq, bound_pct=100.0 * math.expm1(abs(diff) + bound_half))
+               ci_level=level, p=min(1.0, 2.0 * t_sf(abs(diff) / se, df)), df=float(df),
+               se_log=se, p_equivalent=p_eq, tost_ci_low=math.exp(diff - bound_half),
+               tost_ci_high=math.exp(diff + bound_half), tost_level=1.0 - 2.0 * alpha_equivalence,
+               bound_pct=100.0 * math.expm1(abs(diff) + bound_half))
     return out
 
 
@@ -141,9 +148,9 @@ def selected(out: dict, candidates: int, level: float = 0.95, margin: float = 0.
     """A comparison whose two cells the data picked among `candidates` possible pairs (the
     fastest cell of a group against the fastest of another): its figures made simultaneous over
     every pair that could have been picked (Bonferroni), so they hold for the pair that was. The
-    CI is at level 1 - (1 - level) / candidates, the TOST and its bound at alpha / candidates,
-    and both p-values are multiplied by `candidates` (capped at 1). Without this the pick is a
-    winner's curse: the fastest of many near-equal cells looks faster than it is, and every
+    CI is at level 1 - (1 - level) / candidates, the TOST, its interval and its bound at
+    alpha / candidates, and both p-values are multiplied by `candidates` (capped at 1). Without
+    this the pick is a winner's curse: the fastest of many near-equal cells looks faster than it is, and every
     comparison against it overstates the gap. `candidates` <= 1, or figures without a standard
     error, come back unchanged (with `candidates` recorded)."""
     out = dict(out, candidates=int(max(candidates, 1)))

@@ -17,11 +17,17 @@ How.
 - Per comparison: the ratio of two cell estimates with its interval and p-value on the log scale.
 - Over the study: Benjamini-Hochberg on all comparisons' p-values (scipy's
   false_discovery_control); `bh_threshold` states the per-test threshold that implies.
+- The drawn interval is the tested one (`fcr_alpha`, `tested`): after BH at q has called R of
+  m rows different, each row's interval is drawn at 1 - R q / m (Benjamini and Yekutieli's
+  false-coverage-rate intervals, 2005), so it excludes 1 exactly when BH calls the row.
 - Four verdicts (`verdict`): equivalent first, by TOST (the (1 - 2 alpha_equivalence) interval
   inside 1 +- min_effect, symmetric in log), so a row the data show inside the margin is never
-  called faster; then left/right faster (BH-adjusted p <= q and the interval excludes 1); else
-  inconclusive, which every row qualifies with its bound (bound_pct: the two sides differ by at
-  most that much).
+  called faster; then left/right faster (BH-adjusted p <= q, i.e. the tested interval excludes
+  1); else undecided, which every row qualifies with its bound (bound_pct: the two sides differ
+  by at most that much).
+
+The verdict codes are what the tables' `verdict` column holds. "undecided" was written
+"inconclusive" before; readers of older tables map it with `norm_code`.
 """
 import math
 from collections.abc import Sequence
@@ -32,8 +38,11 @@ import pandas as pd
 from scipy import stats as sps
 
 LEFT_FASTER, RIGHT_FASTER = "left_faster", "right_faster"
-EQUIVALENT, INCONCLUSIVE = "equivalent", "inconclusive"
-VERDICTS = (LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, INCONCLUSIVE)
+EQUIVALENT, UNDECIDED = "equivalent", "undecided"
+INCONCLUSIVE = UNDECIDED  # the constant's older name: the same code
+VERDICTS = (LEFT_FASTER, RIGHT_FASTER, EQUIVALENT, UNDECIDED)
+# codes that older tables wrote, and the code each stands for now
+LEGACY_CODES = {"inconclusive": UNDECIDED}
 DECIDED = (LEFT_FASTER, RIGHT_FASTER)  # a direction called; EQUIVALENT is decided too, no direction
 
 
@@ -49,20 +58,30 @@ class Words(NamedTuple):
     sheet: tuple = ()  # the workbook's cell format of a figure with this verdict: (key, value)s
 
 
-# One word per verdict: "undecided" is what people read for the code "inconclusive".
+# One word per verdict (the code of an undecided row is its word too).
 WORDS = {
-    LEFT_FASTER: Words("faster", "pos", "#1e7b34", "o", "",
+    LEFT_FASTER: Words("faster", "pos", "#1e7b34", "<", "",
                        (("bg_color", "#C6EFCE"), ("font_color", "#006100"))),
-    RIGHT_FASTER: Words("slower", "neg", "#a12622", "o", "",
+    RIGHT_FASTER: Words("slower", "neg", "#a12622", ">", "",
                         (("bg_color", "#FFC7CE"), ("font_color", "#9C0006"))),
     EQUIVALENT: Words("equivalent", "", "#1f4e99", "D", " ≈"),
     INCONCLUSIVE: Words("undecided", "ns", "#5f6672", "s", " ?", (("font_color", "#9A9A9A"),)),
 }
 
 
+def norm_code(value) -> str:
+    """A verdict code as this code writes it, from a table of any age: an older code
+    ("inconclusive") becomes today's ("undecided"), spaces and capitals are forgiven ("Right
+    faster"); anything that is not a code (empty, NaN, unknown) is undecided."""
+    code = value.strip().lower().replace(" ", "_") if isinstance(value, str) else None
+    code = LEGACY_CODES.get(code, code)
+    return code if code in VERDICTS else UNDECIDED
+
+
 def words(verdict) -> Words:
-    """The display of a verdict code; anything that is not one shows as inconclusive."""
-    return WORDS.get(verdict, WORDS[INCONCLUSIVE])
+    """The display of a verdict code (older codes too); anything that is not one shows as
+    undecided."""
+    return WORDS[norm_code(verdict)]
 
 
 def verdict_word(verdict, subject: str = "") -> str:
@@ -182,9 +201,10 @@ def verdict(ratio_ci_low: float, ratio_ci_high: float, p_adjusted: float, q: flo
     beyond 1 +- min_effect" at alpha_equivalence (p_equivalent <= alpha, i.e. the (1 - 2 alpha) CI
     inside the margin, symmetric in log); a row the data show inside the margin is never called
     faster. Otherwise faster/slower when the BH-adjusted p <= q and the CI excludes 1; else
-    inconclusive. Without a p_equivalent the CI given must lie inside the margin."""
+    undecided. Without a p_equivalent the CI given must lie inside the margin. With the CI at
+    the tested level (`tested`) the two conditions for faster/slower are one."""
     if any(math.isnan(v) for v in (ratio_ci_low, ratio_ci_high)):
-        return INCONCLUSIVE
+        return UNDECIDED
     if math.isnan(p_equivalent):
         inside = 1.0 / (1.0 + min_effect) <= ratio_ci_low and ratio_ci_high <= 1.0 + min_effect
     else:
@@ -196,7 +216,7 @@ def verdict(ratio_ci_low: float, ratio_ci_high: float, p_adjusted: float, q: flo
             return LEFT_FASTER
         if ratio_ci_low > 1.0:
             return RIGHT_FASTER
-    return INCONCLUSIVE
+    return UNDECIDED
 
 
 def decide(comparisons, q: float = 0.05, min_effect: float = 0.10,
@@ -214,6 +234,56 @@ def decide(comparisons, q: float = 0.05, min_effect: float = 0.10,
                      for lo, hi, pa, pe in
                      zip(df["ratio_ci_low"].astype(float), df["ratio_ci_high"].astype(float),
                          df["p_adjusted"].astype(float), p_eq)]
+    return df
+
+
+def fcr_alpha(p_adjusted: Sequence[float], q: float = 0.05) -> tuple[float, int]:
+    """Benjamini and Yekutieli's false-coverage-rate level for a family after BH at q: each
+    row's interval at 1 - R q / m (R of the m tested rows called different; R = 1 when none is),
+    so that a row's interval excludes 1 exactly when BH calls it. Returns (alpha per interval,
+    R); alpha is NaN for a family without a test."""
+    p = np.asarray(p_adjusted, dtype=float)
+    have = ~np.isnan(p)
+    m = int(have.sum())
+    r = int((p[have] <= q).sum())
+    return (max(r, 1) * q / m if m else math.nan), r
+
+
+def tested(comparisons, q: float = 0.05, min_effect: float = 0.10,
+           alpha_equivalence: float = 0.05):
+    """`decide` with every interval drawn at the level it is tested at: add p_adjusted (BH over
+    every row given: one family), p_threshold, ci_level, ratio_ci_low/high (replaced) and
+    verdict to a DataFrame with ratio, se_log, df, p, p_equivalent and (optionally) candidates.
+
+    A row's interval is at 1 - a / k: a = fcr_alpha over the family, k its `candidates` (the
+    pairs the data picked it from, driver/stats/moderated.py: selected, whose p-value is already
+    k times the pair's; 1 for a plain comparison). So faster / slower is decided by p_adjusted
+    <= q and by "the drawn interval excludes 1" alike. A row without a standard error keeps the
+    interval it has (NaN: undecided), a row with a zero one the point (an exact difference)."""
+    df = comparisons.copy()
+    p = df["p"].to_numpy(dtype=float) if len(df) else np.array([])
+    df["p_adjusted"] = bh_adjust(p)
+    df["p_threshold"] = bh_threshold(p, q) if len(df) else []
+    alpha, _ = fcr_alpha(df["p_adjusted"].to_numpy(dtype=float), q)
+    k = (df["candidates"].astype(float).fillna(1.0).clip(lower=1.0).to_numpy()
+         if "candidates" in df.columns else np.ones(len(df)))
+    each = alpha / k
+    se = df["se_log"].to_numpy(dtype=float)
+    dof = df["df"].to_numpy(dtype=float)
+    ratio = df["ratio"].to_numpy(dtype=float)
+    have = np.isfinite(se) & (se >= 0) & ~np.isnan(dof) & (ratio > 0) & ~np.isnan(each)
+    low = df["ratio_ci_low"].to_numpy(dtype=float).copy()
+    high = df["ratio_ci_high"].to_numpy(dtype=float).copy()
+    for i in np.nonzero(have)[0]:
+        half = float(sps.norm.ppf(1 - each[i] / 2) if math.isinf(dof[i])
+                     else sps.t.ppf(1 - each[i] / 2, dof[i])) * se[i]
+        low[i], high[i] = math.exp(math.log(ratio[i]) - half), math.exp(math.log(ratio[i]) + half)
+    df["ratio_ci_low"], df["ratio_ci_high"] = low, high
+    df["ci_level"] = np.where(have, 1.0 - each, np.nan)
+    p_eq = (df["p_equivalent"].astype(float) if "p_equivalent" in df.columns
+            else pd.Series(math.nan, index=df.index))
+    df["verdict"] = [verdict(lo, hi, pa, q, min_effect, pe, alpha_equivalence)
+                     for lo, hi, pa, pe in zip(low, high, df["p_adjusted"].astype(float), p_eq)]
     return df
 
 

@@ -15,7 +15,7 @@ doubled the equivalence test's size; tests/unit/stats/test_design_sim.py keeps i
 control.) Cells go first whose open comparisons
 have the widest CI relative to the margin, after the cells with the fewest processes.
 
-Why not chase verdicts: extra processes for comparisons that are "inconclusive" until they turn
+Why not chase verdicts: extra processes for comparisons that are "undecided" until they turn
 significant is optional stopping (the A/A false-positive rate grows with every look). Here a null
 comparison stops getting processes only when its CI is narrow enough, whatever it says, so both
 the difference test and the equivalence test keep their nominal rates at the final look

@@ -44,8 +44,11 @@ COLUMNS = {c.name: c for c in [
         ("cell_id", "The cell's id (tfspeed/cells.py: cell_id)."),
         ("stopped_by", "What ended the sampling: count, precision, budget or max_samples."),
         ("threads", "The threads the framework was given (auto or pinned)."),
-        ("verdict", "left_faster, right_faster, equivalent or inconclusive (docs/METHOD.md)."),
-        ("list", "DO or DONT (guidance)."),
+        ("verdict", "left_faster or right_faster (the CI at ci_level excludes 1), equivalent "
+         "(the equivalence interval tost_ci_low/high lies inside 1 +- min_effect; decided "
+         "first) or undecided (neither); tables written before said inconclusive for "
+         "undecided (docs/METHOD.md)."),
+        ("list", "DO, DONT or neither (guidance)."),
         ("configuration", "The configuration in the source study's words."),
         ("fastest_env", "The env with the lowest median of the row."),
         ("allocation", "Why allocation stopped adding processes to the cell."),
@@ -87,10 +90,11 @@ COLUMNS = {c.name: c for c in [
     ]),
     *_cols("number", "", RATIO, [
         ("ratio", "left / right cell estimate (< 1: left faster)."),
-        ("ratio_ci_low", "The ratio's CI, lower end."), ("ratio_ci_high", "Its upper end."),
+        ("ratio_ci_low", "The ratio's CI at ci_level, lower end: the tested interval (a "
+         "comparison is called faster or slower exactly when it excludes 1)."),
+        ("ratio_ci_high", "Its upper end."),
         ("ratio_to_fastest", "The configuration's median / the fastest one's."),
         ("drift_ratio", "Last- over first-quarter median of the samples."),
-        ("ci_level", "The confidence level of the CIs."),
     ]),
     *_cols("number", "", P, [
         ("p", "The comparison's p-value."), ("p_adjusted", "Benjamini-Hochberg adjusted p."),
@@ -130,7 +134,9 @@ COLUMNS = {c.name: c for c in [
         ("p95_over_median", "The 95th percentile / the median."),
         ("p99_over_median", "The 99th percentile / the median."),
         ("ci_low", "A rate's CI, lower end."), ("ci_high", "Its upper end."),
-        ("bound_pct", "The two cells differ by at most this % (the CI's farther end)."),
+        ("bound_pct", "How far apart the two sides can be, as the run measured them: they "
+         "differ by at most this % (the farther end of the equivalence interval, "
+         "tost_ci_low/high, from 1)."),
         ("p_threshold", "The study's per-test threshold Benjamini-Hochberg implies."),
         ("p_equivalent", "The equivalence test's p-value (TOST)."),
         ("se_log", "The standard error of the log ratio."),
@@ -139,13 +145,21 @@ COLUMNS = {c.name: c for c in [
         ("n_failed", "Duets that failed."),
         ("n_flagged", "Ok duets during whose timed windows other processes used more CPU than "
                       "foreign_cpu_max_share (kept, counted here); empty where the duets were not metered."),
-        ("ci_level", "The level of the drawn interval (duets: 1 - R q / m, the false-coverage-"
-         "rate level that makes it the tested interval)."),
+        ("ci_level", "The confidence level of the row's interval. Comparisons and duets: "
+         "1 - R q / (m k), Benjamini and Yekutieli's false-coverage-rate level after "
+         "Benjamini-Hochberg called R of the family's m rows different (k: candidates), the "
+         "level that makes the drawn interval the tested one. Cells: the level asked (stop."
+         "level)."),
+        ("candidates", "The pairs a comparison's two cells were picked from (the fastest of "
+         "a group against the fastest of another); its intervals and p-values are "
+         "simultaneous over them. 1: a plain comparison."),
         ("log_ratio", "The mean log ratio left / right."),
         ("sd_log", "The spread of the duets' log ratios."),
-        ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level)."),
+        ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level): the row "
+         "is equivalent exactly when this interval lies inside 1 +- min_effect."),
         ("tost_ci_high", "Its upper end."),
-        ("tost_level", "The level of the equivalence test's interval."),
+        ("tost_level", "The level of the equivalence test's interval: 1 - 2 alpha (alpha: "
+         "equivalence_alpha, divided by candidates where a row was picked)."),
         ("simultaneous_low", "A lower bound that holds for every row of the mode at once."),
         ("simultaneous_high", "An upper bound that holds for every row of the mode at once."),
         ("window_sd", "The spread of one window pair's log ratio inside a duet."),

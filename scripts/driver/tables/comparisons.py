@@ -2,8 +2,15 @@
 process level: the source study's `%` beside the ratio of cell estimates with its CI from the study's
 model (driver/stats/blocks.py: log process median = cell + round, moderated per-cell variances), the
 p-value, the study-wide Benjamini-Hochberg adjusted p-value and the per-test threshold it implies,
-the equivalence test's p-value, the bound ("differ by at most bound_pct %") and a verdict
-(driver/stats/verdicts.py)."""
+the equivalence test's p-value and interval, the bound ("differ by at most bound_pct %") and a
+verdict (driver/stats/verdicts.py).
+
+The CI drawn is the CI tested, as in the duets table: once BH over every comparison of the study
+has called R of m rows different, each row's CI is at ci_level = 1 - R q / (m k) (Benjamini and
+Yekutieli's false-coverage-rate level; k = `candidates`, the pairs a picked row was picked from,
+1 otherwise), so a row is faster or slower exactly when its CI excludes 1 (and it is not
+equivalent: equivalence is decided first); equivalent exactly when tost_ci_low/high (at
+tost_level = 1 - 2 alpha / k) lies inside 1 +- min_effect."""
 import inspect
 import math
 from collections.abc import Mapping, Sequence
@@ -30,8 +37,9 @@ CALL_PAIRS = (("call", "predict"), ("call", "predict_on_batch"), ("predict_on_ba
               ("inference_mode", "call"))
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
-           "bound_pct", "p", "p_adjusted", "p_threshold", "p_equivalent", "verdict", "significant",
-           "n_left", "n_right", "se_log", "df"]
+           "ci_level", "bound_pct", "p", "p_adjusted", "p_threshold", "p_equivalent",
+           "tost_ci_low", "tost_ci_high", "tost_level", "verdict", "significant", "n_left",
+           "n_right", "se_log", "df", "candidates"]
 
 
 class Comparer:
@@ -65,6 +73,7 @@ class Comparer:
             if candidates > 1:
                 out = moderated.selected(out, candidates, self.level, self.margin,
                                          self.alpha_equivalence)
+            out["candidates"] = int(max(candidates, 1))
             le = math.exp(self.fit[left_key]["mean"])
             re_ = math.exp(self.fit[right_key]["mean"])
             out.update(left_median_s=le, right_median_s=re_, pct=compare.seed_pct(le, re_),
@@ -75,17 +84,20 @@ class Comparer:
 
 def decide_study(tables: dict, q: float, min_effect: float,
                  alpha_equivalence: float = 0.05) -> None:
-    """Verdicts for every comparison row of the study at once: BH over all of them (in place)."""
+    """Verdicts for every comparison row of the study at once, BH over all of them, and each
+    row's CI redrawn at the level it is tested at (verdicts.tested), in place."""
     names = [n for n in COMPARISONS if n in tables and len(tables[n])]
     if not names:
         return
-    stacked = pd.concat([tables[n][["ratio_ci_low", "ratio_ci_high", "p", "p_equivalent"]]
-                         for n in names], keys=names)
-    decided = verdicts.decide(stacked, q=q, min_effect=min_effect,
+    used = ["ratio", "ratio_ci_low", "ratio_ci_high", "se_log", "df", "p", "p_equivalent",
+            "candidates"]
+    stacked = pd.concat([tables[n][used] for n in names], keys=names)
+    decided = verdicts.tested(stacked, q=q, min_effect=min_effect,
                               alpha_equivalence=alpha_equivalence)
     for name in names:
         part = decided.loc[name]
-        for col in ("p_adjusted", "p_threshold", "verdict"):
+        for col in ("ratio_ci_low", "ratio_ci_high", "ci_level", "p_adjusted", "p_threshold",
+                    "verdict"):
             tables[name][col] = part[col].to_numpy()
         tables[name]["significant"] = part["verdict"].isin(
             [verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER]).to_numpy()

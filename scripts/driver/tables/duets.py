@@ -17,7 +17,7 @@ Columns, besides the axes and both sides' envs and cells:
   definition of "equivalent" the config and the glossary give); tost_ci_low/high: the
   (1 - 2 alpha) interval it amounts to, `tost_level` (inside the margin exactly when the row is
   equivalent); bound_pct: the two sides differ by at most this much;
-- verdict (driver/stats/verdicts.py: equivalent first, then faster / slower, else inconclusive);
+- verdict (driver/stats/verdicts.py: equivalent first, then faster / slower, else undecided);
 - simultaneous_high / simultaneous_low: one-sided bounds that hold for every row of the same
   machine, mode and API at once at `level` (Sidak: rows are independent here, as no two share a
   process), behind sentences like "no version is more than X % slower";
@@ -121,16 +121,6 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
     return row
 
 
-def _bh_level(p_adjusted: np.ndarray, rate: float) -> tuple[float, int]:
-    """Benjamini-Yekutieli's false-coverage-rate level for a family after BH at `rate`: each
-    interval at 1 - R rate / m (R rejections; 1 when none), so that a row's interval excludes
-    the null exactly when BH rejects it. Returns (alpha per interval, R)."""
-    have = ~np.isnan(p_adjusted)
-    m = int(have.sum())
-    r = int((p_adjusted[have] <= rate).sum())
-    return (max(r, 1) * rate / m if m else math.nan), r
-
-
 def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
            alpha_eq: float) -> pd.DataFrame:
     """BH over the family's difference tests, each row's equivalence test at its own size, the
@@ -138,7 +128,7 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     bounds."""
     out = df.copy()
     p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
-    a_diff, _ = _bh_level(p_adj, q)
+    a_diff, _ = verdicts.fcr_alpha(p_adj, q)  # the drawn interval is the tested one
     a_eq = alpha_eq  # each row's equivalence test at its own size, as in bioequivalence
     out["p_adjusted"] = p_adj
     out["p_threshold"] = verdicts.bh_threshold(out["p"].to_numpy(float), q)

@@ -177,9 +177,9 @@ REGISTRY = [
           build="driver.tables.releases:changepoints_table"),
     Table("guidance", "DO and DON'T", None, None, None, "",
           "DO / DON'T per machine, model, data and task (train, infer or micro: training and "
-          "inference are never ranked together), like the seed's lists: DO = configurations "
-          "whose median is within the confidence interval of the fastest one's median; DONT = "
-          "at least 2x the fastest median.",
+          "inference are never ranked together), every ok cell one row: DO = the interval of "
+          "its ratio to the fastest (the two medians' CIs combined) reaches 1; DONT = the "
+          "whole interval lies at 2x or more; neither = the rest.",
           build="driver.tables.summaries:guidance_table", key_columns=5),
     Table("processes", "Processes", None, None, None, "",
           "Every process (cell file): machine, env, cell, twin or not, round, planned position "
@@ -234,7 +234,7 @@ EXTRA_SHEETS = {
                  "`versions`. The {ref} columns only hold cells of the row's own Keras flavour: "
                  "keras3 / tf_keras rows leave them blank (see `note`), and their % (headed "
                  "'vs TF 1 tf.keras') compares with {ref}'s tf.keras. % colours by verdict: "
-                 "green / red left faster / slower, black equivalent, grey inconclusive. "
+                 "green / red left faster / slower, black equivalent, grey undecided. "
                  "Columns that no row fills are left out.",
     "cells": "Every cell (ok, failed, skipped), repeats pooled: axes, status and reason, median "
              "and CI of the median, first call (build/trace), spread, noise and drift flags, "

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from driver.stats.verdicts import INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
+from driver.stats.verdicts import LEFT_FASTER, RIGHT_FASTER, UNDECIDED, norm_code
 from driver.study.layout import is_twin
 from driver.tables.labels import MODE as MODE_TEXT
 from driver.tables.ordering import sort_rows
@@ -28,7 +28,7 @@ BLOCK = SEED_INDEX[:5]  # a block: one configuration; its rows: model x data
 SEED_MODES = ("graph", "eager")
 
 # Each % column has a twin named VERDICT_PREFIX + its name holding the comparison's verdict
-# (left_faster / right_faster / equivalent / inconclusive); the workbook colours by it and drops
+# (left_faster / right_faster / equivalent / undecided); the workbook colours by it and drops
 # the twins, the report marks the % with it.
 VERDICT_PREFIX = "verdict: "
 NOTE = "note"
@@ -53,10 +53,10 @@ def verdict_of(rec: Mapping) -> str:
     """A comparison row's verdict; from `significant` and the sign where a table has none."""
     verdict = rec.get("verdict")
     if isinstance(verdict, str) and verdict:
-        return verdict
+        return norm_code(verdict)
     significant = rec.get("significant")
     if significant is None or pd.isna(significant) or not bool(significant):
-        return INCONCLUSIVE
+        return UNDECIDED
     return LEFT_FASTER if float(rec.get("pct") or 0.0) > 0 else RIGHT_FASTER
 
 

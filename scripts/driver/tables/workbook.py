@@ -11,7 +11,8 @@ import pandas as pd
 import yaml
 from xlsxwriter.utility import xl_col_to_name
 
-from driver.stats.verdicts import INCONCLUSIVE, WORDS
+from driver.stats import verdicts as verdicts_
+from driver.stats.verdicts import WORDS
 from driver.tables import columns
 from driver.tables.ordering import env_order
 from driver.tables.pooling import first
@@ -70,12 +71,18 @@ def about_frame(cells: pd.DataFrame, reference_env: str, level: float, noisy_thr
         ("median", "A cell's step time: the geometric mean of its processes' medians (each "
                    "process a fresh Python; repeats in config), with a "
                    f"{level:.0%} Student-t CI from the processes (none with one process)."),
-        ("ratio", f"left / right cell estimate (< 1: left faster), with a {level:.0%} Welch CI "
-                  "from the two cells' per-process log medians; p: Welch's test; p_adjusted: "
-                  "Benjamini-Hochberg over every comparison of the study."),
-        ("verdict", "left_faster / right_faster: p_adjusted <= q and the CI excludes 1; "
-                    "equivalent: the whole CI within 1 +- min_effect; inconclusive: neither "
-                    "(more processes would tell). significant = left_faster or right_faster. "
+        ("ratio", "left / right cell estimate (< 1: left faster), with its CI at ci_level from "
+                  "the study's model of the processes' log medians (moderated variances, paired "
+                  "where the two cells share rounds; docs/METHOD.md); p: its test of ratio 1; "
+                  "p_adjusted: Benjamini-Hochberg over every comparison of the study; ci_level: "
+                  "1 - R q / (m k) (R of the m comparisons called different; k: candidates, "
+                  "1 unless the row was picked), so that the CI excludes 1 exactly when "
+                  "p_adjusted <= q."),
+        ("verdict", "left_faster / right_faster: the CI (at ci_level, the level BH tests at: "
+                    "it excludes 1 exactly when p_adjusted <= q) excludes 1; equivalent, decided "
+                    "first: the equivalence interval (tost_ci_low/high) within 1 +- min_effect; "
+                    "undecided: neither (the run cannot tell; expected for a true difference "
+                    "near the margin). significant = left_faster or right_faster. "
                     "Non-significant rows are grey; significant % cells are green (left faster) "
                     "or red (left slower)."),
         ("flags", f"noisy: the processes' log medians spread by more than {noisy_threshold} "
@@ -196,7 +203,7 @@ def write_workbook(path: Path | str, sheets: Mapping[str, pd.DataFrame]) -> None
 
 def _colour_by_verdict(ws, df: pd.DataFrame, verdicts: pd.DataFrame, book) -> None:
     """seed_view's % cells by their comparison's verdict: green (left faster), red (left
-    slower), black (equivalent), grey (inconclusive); written per cell, as there is no column
+    slower), black (equivalent), grey (undecided); written per cell, as there is no column
     to test."""
     styles = {code: book.add_format({"num_format": _number_format("pct"), **dict(w.sheet)})
               for code, w in WORDS.items()}
@@ -206,7 +213,7 @@ def _colour_by_verdict(ws, df: pd.DataFrame, verdicts: pd.DataFrame, book) -> No
         for i, (value, verdict) in enumerate(zip(df[col], verdicts[verdict_col]), start=1):
             if pd.isna(value):
                 continue
-            ws.write_number(i, j, float(value), styles.get(verdict, styles[INCONCLUSIVE]))
+            ws.write_number(i, j, float(value), styles[verdicts_.norm_code(verdict)])
 
 
 def _block_borders(ws, df: pd.DataFrame, nrow: int, ncol: int, book) -> None:

@@ -17,7 +17,8 @@ import republish
 from markupsafe import escape
 
 from driver.report import answer
-from driver.report.bottom_line import bottom_line
+from driver.report.bottom_line import bottom_line, more_lines
+from driver.report.questions import questions
 from driver.tables import bundle
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,10 +43,12 @@ def check_report(docs: Path) -> None:
     tabs = bundle.read_tables(sorted(glob.glob(str(tables / "*.csv"))))
     runs = republish.newest_per_machine(republish.find_runs(docs / "data"))
     config = max(runs, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))["config"]
-    lines = bottom_line(tabs, tabs["cells"], config.get("reference_env", "tf1.14"))["lines"]
-    assert lines, "no bottom line from the published tables"
+    bottom = bottom_line(tabs, tabs["cells"], config.get("reference_env", "tf1.14"))
+    assert bottom["lines"], "no bottom line from the published tables"
     first = html[:html.index('<section id="machines"')]
-    for line in lines:  # on the first screen, as the tables give them
+    asked = questions(tabs, float(config.get("min_effect", 0.10)), bottom["reference"])["items"]
+    for line in [{"what": q["question"], "text": q["text"]} for q in asked] + more_lines(bottom):
+        # the answer and the rest of the bottom line, near the top, as the tables give them
         assert str(escape(line["what"])) in first and str(escape(line["text"])) in first, line
     sentences = answer.answer(tabs, float(config.get("min_effect", 0.10)))["sentences"]
     assert sentences, "no per-mode sentence from the published tables"

@@ -80,7 +80,9 @@ def test_the_report_lists_the_mismatch(study):
     section = html[html.index('<section id="failures"'):]
     section = section[:section.index("</section>")]
     assert "Same model, different function" in section
-    assert "torch2.13 / small-small.none.eager.custom_loop.numpy.cpu" in section
+    # the cell in words, its ids in the tooltip
+    assert "PyTorch 2.13: Eager, custom loop, NumPy input" in section
+    assert 'title="env torch2.13, cell small-small.none.eager.custom_loop.numpy.cpu"' in section
     assert "largest difference 0.25 (tolerance 1.1e-06)" in section
     assert "no such layer" in section
     assert "keras3.eager.train_on_batch" not in section  # the match is not listed

@@ -107,7 +107,8 @@ def test_method_section_reads_the_aa_rate_selfbench_writes(tmp_path):
 
 
 def test_the_duets_section_draws_the_tested_interval_and_lists_its_rows():
-    """With a duets table the report shows a forest plot per mode from it and a table per mode
+    """With a duets table the answer (first on the page) draws a forest plot per mode from it,
+    with the equivalence interval inside the tested one, and the duets section a table per mode
     (the verdict word, the simultaneous bound); without one it says the study has none."""
     import pandas as pd
     from duetfiles import duet_records
@@ -121,9 +122,17 @@ def test_the_duets_section_draws_the_tested_interval_and_lists_its_rows():
     ctx = render.build_context(pd.DataFrame(), tabs, {}, {}, "m", {})
     assert "duets" not in ctx["errors"]
     html = render.render_html(ctx, TEMPLATE)
+    top = html[html.index('<section id="verdict"'):]
+    top = top[:top.index("</section>")]
+    headline = top[top.index('class="forest headline"'):]
+    headline = headline[:headline.index("</div>")]
+    assert headline.count("<svg") == 2 and headline.count("<figcaption>") == 2
+    assert "Graph mode, train_on_batch(): each TF 2.x version" in headline
+    assert [q["id"] for q in ctx["verdict"]["questions"]["items"]] == [
+        "graph", "keras3", "keras2", "inference"]
     part = html[html.index('<section id="duets"'):]
     part = part[:part.index("</section>")]
-    assert part.count("<svg") == 2 and "Graph mode, train_on_batch(), from duets" in part
+    assert part.count("<svg") == 0  # drawn once, in the answer
     assert "TF 2 slower" in part and "equivalent" in part and "TF 1.14.0" in part
     empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
                                TEMPLATE)

@@ -42,7 +42,7 @@ def _html(res: Results) -> str:
 
 def test_one_word_per_verdict_and_the_codes_unchanged():
     assert set(verdicts.WORDS) == set(verdicts.VERDICTS)
-    assert verdicts.VERDICTS == ("left_faster", "right_faster", "equivalent", "inconclusive")
+    assert verdicts.VERDICTS == ("left_faster", "right_faster", "equivalent", "undecided")
     shown = [w.word for w in verdicts.WORDS.values()]
     assert len(set(shown)) == len(shown)
     # colour is never the only cue: the undecided and equivalent markers differ from the others

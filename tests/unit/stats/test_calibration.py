@@ -164,7 +164,7 @@ def _write_run(folder: Path, rng, envs, shift=0.0):
             rows.append({"env": env, "left_cell_id": f"c{2 * i}", "right_cell_id": f"c{2 * i + 1}",
                          "ratio": r, "ratio_ci_low": r / 1.06, "ratio_ci_high": r * 1.06,
                          "se_log": math.log(1.06) / 2.06, "df": 20.0, "n_left": 4, "n_right": 4,
-                         "verdict": "left_faster" if r < 0.9 else "inconclusive"})
+                         "verdict": "left_faster" if r < 0.9 else "undecided"})
     pd.DataFrame(cells).to_csv(folder / "cells.csv", index=False)
     pd.DataFrame(rows).to_csv(folder / "graph_vs_eager.csv", index=False)
     return folder

@@ -1,11 +1,13 @@
 """make compare-runs on two small tables folders written here: agreement, flips, moved cells."""
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import compare_runs
 import pandas as pd
+import pytest
 
 SCRIPT = Path(compare_runs.__file__)
 
@@ -23,9 +25,9 @@ def tables(folder, verdicts, medians):
 
 
 def test_agreement_flips_and_moved_cells(tmp_path):
-    tables(tmp_path / "a" / "tables", ["left_faster", "equivalent", "inconclusive",
+    tables(tmp_path / "a" / "tables", ["left_faster", "equivalent", "undecided",
                                            "right_faster"], [0.010, 0.020, 0.030])
-    tables(tmp_path / "b" / "tables", ["left_faster", "inconclusive", "inconclusive",
+    tables(tmp_path / "b" / "tables", ["left_faster", "undecided", "undecided",
                                            "left_faster"], [0.0101, 0.025, 0.030])
     out = compare_runs.compare_runs(tmp_path / "a", tmp_path / "b")
     assert out["comparisons_matched"] == 4 and out["agreement"] == 0.5
@@ -83,3 +85,31 @@ def test_duets_are_judged_on_their_own_with_the_plain_binomial_ci(tmp_path):
     planted = 0.05 / _math.sqrt(6) * 2  # each row moved by 2 of its se, per run
     bad = compare_runs.duets_calibration(run(tmp_path / "c", planted), run(tmp_path / "d", planted))
     assert not bad["ok"]
+
+
+def test_an_older_folders_inconclusive_is_todays_undecided(tmp_path):
+    """A results folder written before the verdict code became "undecided" says "inconclusive":
+    the two runs agree on those rows (without the mapping they would not)."""
+    tables(tmp_path / "old" / "tables", ["inconclusive", "left_faster", "Not significant"],
+           [0.010, 0.020])
+    tables(tmp_path / "new" / "tables", ["undecided", "left_faster", "undecided"],
+           [0.010, 0.020])
+    out = compare_runs.compare_runs(tmp_path / "old", tmp_path / "new")
+    assert out["comparisons_matched"] == 3 and out["agreement"] == 1.0
+
+
+def test_a_ci_level_column_gives_the_standard_error(tmp_path):
+    """Rows without se_log: their standard error from the CI at the row's own ci_level."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    se, level = 0.05, 0.999
+    from driver.stats import moderated
+
+    half = moderated.t_quantile(0.5 + level / 2, 10.0) * se
+    pd.DataFrame([{"env": "tf2.0", "left_cell_id": "c0.graph", "right_cell_id": "c0.eager",
+                   "ratio": 1.0, "ratio_ci_low": math.exp(-half), "ratio_ci_high": math.exp(half),
+                   "ci_level": level, "df": 10.0,
+                   "verdict": "undecided"}]).to_csv(folder / "graph_vs_eager.csv", index=False)
+    got = compare_runs.load_comparisons(folder)
+    assert got.at[0, "se_log"] == pytest.approx(se)
+    assert compare_runs.load_comparisons(folder, 0.95).at[0, "se_log"] == pytest.approx(se)

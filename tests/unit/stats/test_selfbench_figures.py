@@ -54,13 +54,13 @@ def test_decision_figures_count_equivalence_inside_the_margin_and_graph_versions
         {"env": "tf2.0", "left_cell_id": "a", "right_cell_id": "b", "ratio": 1.02,
          "verdict": "equivalent"},
         {"env": "tf2.0", "left_cell_id": "c", "right_cell_id": "d", "ratio": 0.95,
-         "verdict": "inconclusive"},
+         "verdict": "undecided"},
         {"env": "tf2.0", "left_cell_id": "e", "right_cell_id": "f", "ratio": 1.12,
-         "verdict": "inconclusive"},  # outside 1.10: not a row inside the margin
+         "verdict": "undecided"},  # outside 1.10: not a row inside the margin
     ]).to_csv(tmp_path / "graph_vs_eager.csv", index=False)
     rows = []
     for env, version, verdict, ratio in (("tf2.0", "2.0.0", "right_faster", 1.3),
-                                         ("tf2.1", "2.1.0", "inconclusive", 1.08),
+                                         ("tf2.1", "2.1.0", "inconclusive", 1.08),  # older code
                                          ("tf2.2", "2.2.0", "equivalent", 0.99)):
         for mode, keras in (("graph", "tf.keras"), ("eager", "tf.keras"), ("graph", "keras3")):
             rows.append({"model": "small", "data": "small", "mode": mode, "api": "train_on_batch",
@@ -84,7 +84,7 @@ def test_decision_figures_take_the_headline_from_the_duets(tmp_path):
 
     rows = []
     for env, version, verdict, ratio in (("tf2.0", "2.0.4", "right_faster", 1.3),
-                                         ("tf2.1", "2.1.4", "inconclusive", 1.04),
+                                         ("tf2.1", "2.1.4", "undecided", 1.04),
                                          ("tf2.2", "2.2.3", "equivalent", 0.99)):
         rows.append({"machine": "m", "env": env, "mode": "graph", "api": "train_on_batch",
                      "keras": "tf.keras", "left_framework_version": version, "ratio": ratio,

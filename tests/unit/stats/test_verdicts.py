@@ -113,3 +113,35 @@ def test_minimum_detectable_effect_shrinks_with_processes():
     three, ten = v.mde(0.12, 3), v.mde(0.12, 10)
     assert 1.0 < ten < three
     assert math.isnan(v.mde(0.12, 1))
+
+
+def test_the_undecided_code_and_older_tables_codes():
+    """One word, one code: an undecided row's code is "undecided" (tables written before said
+    "inconclusive"; readers map it, and the words show it as undecided)."""
+    assert v.UNDECIDED == v.INCONCLUSIVE == "undecided"
+    assert v.VERDICTS == ("left_faster", "right_faster", "equivalent", "undecided")
+    assert v.norm_code("inconclusive") == v.UNDECIDED
+    assert v.norm_code("Right faster") == v.RIGHT_FASTER
+    assert v.norm_code("not significant") == v.UNDECIDED
+    assert v.norm_code(float("nan")) == v.UNDECIDED and v.norm_code(None) == v.UNDECIDED
+    for code in v.VERDICTS:
+        assert v.norm_code(code) == code
+    assert v.words("inconclusive") == v.WORDS[v.UNDECIDED]
+    assert v.verdict(1.2, 1.3, 0.5) == "undecided"
+    from driver.report import answer  # the report's reader of a table's verdicts
+
+    assert answer.norm_verdict("inconclusive") == answer.norm_verdict("undecided") == v.UNDECIDED
+
+
+def test_fcr_alpha_makes_the_interval_exclude_1_exactly_when_bh_calls():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        z = np.concatenate([rng.normal(0, 1, 40), rng.normal(3, 1, 10)])
+        p = 2 * sps.norm.sf(np.abs(z))
+        adj = v.bh_adjust(p)
+        alpha, r = v.fcr_alpha(adj, 0.05)
+        assert r == int((adj <= 0.05).sum())
+        excludes = np.abs(z) > sps.norm.ppf(1 - alpha / 2)
+        assert (excludes == (adj <= 0.05)).all()
+    assert v.fcr_alpha([np.nan, np.nan])[0] != v.fcr_alpha([np.nan, np.nan])[0]  # NaN: no test
+    assert v.fcr_alpha([0.5, 0.9], 0.05) == (0.025, 0)  # none called: the first step, q / m

@@ -68,7 +68,7 @@ def test_one_process_per_side_gives_no_verdict(tmp_path):
              write_cell(root, "tf2.0", mode="eager", median=0.030)]
     table = run(tmp_path, files)[0]["graph_vs_eager"]
     assert len(table) == 1 and not table.at[0, "significant"]
-    assert table.at[0, "verdict"] == "inconclusive" and pd.isna(table.at[0, "ratio_ci_low"])
+    assert table.at[0, "verdict"] == "undecided" and pd.isna(table.at[0, "ratio_ci_low"])
 
 
 def test_equal_cells_are_equivalent_not_different(tmp_path):

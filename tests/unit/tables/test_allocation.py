@@ -28,7 +28,7 @@ def test_only_open_comparisons_get_processes(tmp_path):
     result = study(tmp_path)
     gve = result["graph_vs_eager"].set_index("env")
     assert gve.at["tf2.0", "verdict"] == "left_faster"
-    assert gve.at["tf2.3", "verdict"] == "inconclusive"
+    assert gve.at["tf2.3", "verdict"] == "undecided"
     assert gve.at["tf2.3", "bound_pct"] > 10  # the margin lies inside its equivalence CI
     plan = allocation.plan_next_round(result["cells"], result, result["records"], repeats=3,
                                       max_repeats=8, budget_s=1000)
@@ -95,7 +95,7 @@ def test_twins_are_compared_with_their_originals_only(tmp_path):
              *write_processes(root, "tf2.0", 0.010, mode="graph", machine="xeon-2c.twin")]
     result = tab.tabulate(files, "tf1.14", 0.1, 0.95)
     twins = result["twins"]
-    assert len(twins) == 1 and twins.at[0, "verdict"] in ("equivalent", "inconclusive")
+    assert len(twins) == 1 and twins.at[0, "verdict"] in ("equivalent", "undecided")
     assert not twins.at[0, "significant"]
     # the twin is in no other table
     assert len(result["graph_vs_eager"]) == 1 and result["machines"].empty

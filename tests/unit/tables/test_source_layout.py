@@ -25,9 +25,9 @@ def test_guidance_lists(tmp_path):
         *write_processes(root, "tf2.0", 0.0500, keras="tf.python.keras"),  # 5x: DONT
     ]
     guide = run(tmp_path, files)[0]["guidance"]
-    assert list(guide["list"]) == ["DO", "DO", "DONT", "DONT"]
-    assert list(guide["task"]) == ["train"] * 4
-    assert list(guide["ratio_to_fastest"]) == pytest.approx([1.0, 1.0, 5.0, 2.1], rel=1e-3)
+    assert list(guide["list"]) == ["DO", "DO", "DONT", "DONT", "neither"]  # every cell a row
+    assert list(guide["task"]) == ["train"] * 5
+    assert list(guide["ratio_to_fastest"]) == pytest.approx([1.0, 1.0, 5.0, 2.1, 1.5], rel=1e-3)
     assert guide.loc[2, "configuration"] == \
         "train_on_batch() + numpy + tf.python.keras + TF 2.0.0 + Eager + CPU"
     assert "fit() 1 step/call + numpy + tf.keras + TF 2.0.0 + Eager + CPU" in set(

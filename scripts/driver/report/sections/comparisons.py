@@ -6,7 +6,8 @@ import pandas as pd
 
 from driver.report import source_table as seedtable
 from driver.report import split
-from driver.report.fmt import cell, fmt_ms, fmt_num, is_true, num, records, text
+from driver.report.fmt import cell, fmt_ms, fmt_num, fold_constants, is_true, num, records, text
+from driver.report.views import column
 from tfspeed.cells import AXES
 
 ID, TITLE, ORDER = "tables", "Comparisons", 40
@@ -29,13 +30,14 @@ def cells_table(cells: pd.DataFrame) -> dict:
     """Every cell, sortable and filterable."""
     cols = [c for c in ["machine", "env", "framework_version", *AXES] if c in cells.columns]
     spikes = spike_columns(cells)
-    columns = ([{"label": c, "num": False} for c in cols]
-               + [{"label": c, "num": n} for c, n in (
-                   ("status", False), ("n", True), ("median ms", True), ("CI ms", True),
-                   ("first call ms", True))]
-               + [{"label": c.removesuffix("_s") + (" ms" if c.endswith("_s") else ""),
-                   "num": True} for c in spikes]
-               + [{"label": "flags", "num": False}])
+    columns = ([column(c) for c in cols]
+               + [column(c, num_=n) for c, n in (
+                   ("status", False), ("n_samples", True), ("median_s", True))]
+               + [{"label": "interval ms", "csv": "ci_low_s, ci_high_s", "num": True},
+                  column("first_call_s", num_=True)]
+               + [column(c, num_=True) for c in spikes]
+               + [{"label": "flags", "csv": "noisy, drift, foreign_cpu_flag, too_few_samples",
+                   "num": False}])
     rows = []
     for r in records(cells):
         status = text(r.get("status"), "?")
@@ -55,4 +57,5 @@ def cells_table(cells: pd.DataFrame) -> dict:
                    v=num(r.get(c))) for c in spikes],
             cell(" ".join(flags), "warn" if flags else ""),
         ])
-    return {"id": "t-cells", "columns": columns, "rows": rows}
+    # a column with one value in every row (one machine, one device) is said once, above
+    return fold_constants({"id": "t-cells", "columns": columns, "rows": rows})

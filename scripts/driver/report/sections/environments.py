@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from driver.report.fmt import num, text, version_key
+from driver.tables.labels import env_label, header
 
 ID, TITLE, ORDER = "environments", "Environments", 90
 
@@ -47,19 +48,20 @@ def env_view(e: dict) -> dict:
              ("built", text(m.get("built_utc"))),
              ("variables", _joined(m.get("variables"), "{}={}")),
              ("cell files", str(e.get("cells")))]
-    return {"machine": e.get("machine"), "env": e.get("env"),
+    return {"machine": e.get("machine"), "env": e.get("env"), "label": env_label(e.get("env")),
             "facts": [(k, v) for k, v in facts if v], "packages": packages}
 
 
 def machine_view(machine: str, facts: dict, loads: list, keys: list) -> dict:
-    """A machine's facts in the order its provenance lists them, and its load before cells."""
+    """A machine's facts in the order its provenance lists them, and its load before cells: (name
+    in words, value, the fact's own name)."""
     keys = [k for k in keys if k in facts] + [k for k in facts if k not in keys]
-    rows = [(text(k), text(json.dumps(facts[k], sort_keys=True)
-                           if isinstance(facts[k], (list, dict)) else facts[k], "none"))
+    rows = [(header(k), text(json.dumps(facts[k], sort_keys=True)
+                             if isinstance(facts[k], (list, dict)) else facts[k], "none"), text(k))
             for k in keys]
     if loads:
         rows.append(("1-min load before cells", f"min {min(loads):.2f}, median "
-                     f"{float(np.median(loads)):.2f}, max {max(loads):.2f}"))
+                     f"{float(np.median(loads)):.2f}, max {max(loads):.2f}", ""))
     return {"machine": machine, "facts": rows}
 
 

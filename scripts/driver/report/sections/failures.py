@@ -2,6 +2,8 @@
 that no process explains; and the cells of a user's model whose build does not compute the same
 function as the NumPy pass (cells.csv `same_function`: mismatch or error)."""
 from driver.report.fmt import records, text
+from driver.tables.labels import env_label, value_label
+from tfspeed.cells import parse_cell_id
 
 ID, TITLE, ORDER = "failures", "Failed and skipped cells", 80
 
@@ -38,6 +40,7 @@ def same_function_view(cells) -> list[dict]:
             continue
         out.append({"machine": text(r.get("machine")), "env": text(r.get("env")),
                     "cell": text(r.get("cell_id")), "model": text(r.get("model")),
+                    "words": cell_words(r.get("env"), r.get("cell_id")),
                     "verdict": verdict, "max_diff": _number(r.get("same_function_max_diff")),
                     "tolerance": _number(r.get("same_function_tolerance"))})
     return out
@@ -49,6 +52,20 @@ def _number(value) -> str:
     except (TypeError, ValueError):
         return ""
     return "" if value != value else "%.3g" % value
+
+
+def cell_words(env, cell_id) -> str:
+    """A cell as a reader names it: 'TF 2.0: tf.python.keras, Eager, train_on_batch(), NumPy
+    input (small model, small data, CPU)'; an id that is not a cell's comes back as it is."""
+    try:
+        c = parse_cell_id(text(cell_id))
+    except ValueError:
+        return f"{env_label(env)}: {text(cell_id)}" if text(env) else text(cell_id)
+    what = ", ".join(x for x in (c["keras"] if c["keras"] != "none" else "",
+                                 value_label("mode", c["mode"]), value_label("api", c["api"]),
+                                 f"{value_label('input', c['input'])} input") if x)
+    return (f"{env_label(env)}: {what} ({c['model']} model, {c['data']} data, "
+            f"{c['device'].upper()})")
 
 
 def group_by_cell(items: list[dict]) -> list[dict]:
@@ -63,6 +80,7 @@ def group_by_cell(items: list[dict]) -> list[dict]:
         if g is None:
             g = groups[key] = {"status": it["status"], "machine": it["machine"],
                                "env": it["env"], "cell": it["cell"], "first_line": first,
+                               "words": cell_words(it["env"], it["cell"]),
                                "reason": reason, "reason_lines": len(reason.splitlines()),
                                "log_tail": text(it.get("log_tail")), "path": text(it.get("path")),
                                "n": 0, "repeat_list": []}

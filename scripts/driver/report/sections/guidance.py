@@ -1,6 +1,9 @@
-"""Which configuration to use: per task (training, inference), model and data the rules merged
-across versions with the line of code that selects each mode, the filterable versions table,
-this machine's one-factor rules, and the source study's DO / DON'T and claims checked here."""
+"""Which configuration to use: first TensorFlow today (>= 2.16, Keras 3 the default), per task
+(training, inference), model and data, the USE / AVOID rules merged across versions with their
+intervals and the lines of code that select them, and the call-vs-predict rule; then, folded,
+the same rules over every framework and version, the filterable versions table, this machine's
+one-factor rules (those about fit() one step per call apart, last) and the source study's DO /
+DON'T and claims checked here."""
 import math
 
 import pandas as pd
@@ -8,16 +11,35 @@ import pandas as pd
 from driver.report import guidance as rules_of
 from driver.report import source_claims as seedcheck
 from driver.report.claims import claims
-from driver.report.fmt import cell, fmt_ms, num, records, text
+from driver.report.fmt import cell, fmt_ms, fold_constants, num, records, text
+from driver.tables import labels, summaries
 
 ID, TITLE, ORDER = "guidance", "Which configuration", 20
 
 
+# a one-factor rule about fit() one step per call: fit()'s set-up paid in every step, which a
+# fit() over an epoch pays once; real, but not how most users call fit(), so shown last
+ARTEFACT = labels.API["fit"]
+
+
 def build(data) -> dict:
-    blocks = rules_of.rules(data.table("guidance"), data.cells)
-    return {"blocks": blocks, "switch": rules_of.switch_lines(blocks),
+    # TensorFlow today: the guidance table's rules over the TF >= 2.16 cells alone, against the
+    # fastest of them (the table aggregation writes holds the study's scope)
+    # on the machines the study's guidance table covers (not the A/A twin key)
+    cells, study = data.cells, data.table("guidance")
+    if cells is not None and not cells.empty and not study.empty and "machine" in cells:
+        cells = cells[cells["machine"].isin(set(study["machine"]))]
+    current = (summaries.guidance_table(cells, scope="tf_today")
+               if cells is not None and not cells.empty else pd.DataFrame())
+    today = rules_of.rules(current, data.cells)
+    blocks = rules_of.rules(study, data.cells)
+    machine = seedcheck.machine_rules(data.tabs)
+    artefact = [r for r in machine if r["kind"] == "DONT" and ARTEFACT in r["text"]]
+    return {"today": today, "today_range": rules_of.scope_range(current),
+            "blocks": blocks, "switch": rules_of.switch_lines(blocks + today),
+            "predict": rules_of.call_vs_predict(data.table("call_vs_predict")),
             "seed": seedcheck.seed_checks(data.tabs, data.cells),
-            "rules": seedcheck.machine_rules(data.tabs),
+            "rules": [r for r in machine if r not in artefact], "artefact": artefact,
             "claims": claims(data.tabs, data.cells),
             "versions": versions_view(data.table("versions"), data.order)}
 
@@ -45,4 +67,4 @@ def versions_view(versions: pd.DataFrame, order: list[str]) -> dict | None:
                     + [cell(fmt_ms(v), "num best" if best is not None and v == best else "num",
                             v=v) for v in values]
                     + [cell(text(r.get(c))) for c in tail])
-    return {"id": "t-versions", "columns": columns, "rows": rows}
+    return fold_constants({"id": "t-versions", "columns": columns, "rows": rows})

@@ -12,6 +12,7 @@ import pandas as pd
 
 from driver.report.fmt import col, num, records, text
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
+from driver.tables.results import table_file
 
 ID, TITLE, ORDER = "method", "Method", 100
 
@@ -109,7 +110,8 @@ EMBEDDED_TABLES = ("duets", "tf2_vs_tf1", "call_vs_predict", "guidance")
 def data_link(name: str, df: pd.DataFrame) -> dict:
     """A table as a download link inside the page: {"name", "href", "rows", "kb"}."""
     body = df.to_csv(index=False)
-    return {"name": f"{name}.csv", "href": "data:text/csv;charset=utf-8," + quote(body, safe=",.-_ :"),
+    return {"name": table_file(name), "href": "data:text/csv;charset=utf-8,"
+            + quote(body, safe=",.-_ :"),
             "rows": len(df), "kb": round(len(body.encode("utf-8")) / 1024)}
 
 
