@@ -128,8 +128,9 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
         parts.append(f"within ±{min_effect:.0%} in {n_eq}")
     if n_inc:
         parts.append(f"undecided in {n_inc}")
-    if parts:
-        parts[-1] += f" of {n} version{'s' if n != 1 else ''}"
+    if parts:  # the first count says of how many: "slower in 2 of 3 versions (...)"
+        first, _, rest = parts[0].partition(" (")
+        parts[0] = f"{first} of {n} version{'s' if n != 1 else ''}" + (f" ({rest}" if rest else "")
     what = f"{MODE_TEXT.get(mode, mode)}, {API_TEXT.get(api, api)}"
     standin = [_version_of(r) for r in records(head) if bool(r.get("standin"))]
     note = (f"TF {standin[0]}{'–' + standin[-1] if len(standin) > 1 else ''}: tf_keras (the "
