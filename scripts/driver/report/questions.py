@@ -20,10 +20,9 @@ import numpy as np
 import pandas as pd
 
 from driver.report.answer import headline_rows, like_for_like, norm_verdict
+from driver.report.bottom_line import HEADLINE_API, duet_rows
 from driver.report.fmt import col, ncol, num, records, text, version_key
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
-
-HEADLINE_API = "train_on_batch"
 
 
 def _x(value: float) -> str:
@@ -105,21 +104,6 @@ def training_sentence(s: dict, reference: str, margin: float) -> tuple[str, str]
     return body + "".join(f"; {e}" for e in extra) + ".", cls
 
 
-def _duet_part(duets: pd.DataFrame, mode: str, keras: set[str] | None = None,
-               legacy_only: bool = False) -> pd.DataFrame:
-    if duets.empty or "mode" not in duets.columns:
-        return pd.DataFrame()
-    part = duets[(col(duets, "mode").map(text) == mode)
-                 & (col(duets, "api").map(text) == HEADLINE_API)]
-    k = col(part, "keras").map(text)
-    if keras is not None:
-        part = part[k.isin(keras)]
-    if legacy_only:
-        with_k3 = set(col(duets[col(duets, "keras").map(text) == "keras3"], "env").map(text))
-        part = part[col(part, "env").map(text).isin(with_k3)]
-    return part
-
-
 def _cells_part(tf2: pd.DataFrame, mode: str, lefts: set[str]) -> pd.DataFrame:
     """The tf2_vs_tf1 rows of a mode (train_on_batch, numpy) whose TF 2 side uses one of
     `lefts` against TF 1's tf.keras: Keras 3 is not like for like, so it is taken apart here."""
@@ -140,11 +124,12 @@ def training_rows(tabs: dict) -> dict:
     duets = tabs.get("duets", pd.DataFrame())
     tf2 = tabs.get("tf2_vs_tf1", pd.DataFrame())
     if not duets.empty and "mode" in duets.columns:
-        graph = _duet_part(duets, "graph")
-        k3 = _duet_part(duets, "eager", {"keras3"})
-        k2 = pd.concat([_duet_part(duets, "eager", {"tf.keras"}),
-                        _duet_part(duets, "eager", {"tf_keras"}, legacy_only=True)])
-        return {"graph": graph, "keras3": k3, "keras2": k2, "source": "duets"}
+        # the Keras each version's users get by default, and the legacy tf_keras beside Keras 3
+        eager = duet_rows(duets, "eager")
+        k3 = col(eager, "keras").map(text) == "keras3"
+        k2 = pd.concat([eager[~k3], duet_rows(duets, "eager", legacy=True)])
+        return {"graph": duet_rows(duets, "graph"), "keras3": eager[k3], "keras2": k2,
+                "source": "duets"}
     return {"graph": _cells_part(tf2, "graph", {"tf.keras", "tf_keras", "keras"}),
             "keras3": _cells_part(tf2, "eager", {"keras3"}),
             "keras2": _cells_part(tf2, "eager", {"tf.keras", "tf_keras", "keras"}),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from report_study import render_synthetic
 
-from driver.report import figures, forest
+from driver.report import figures, forest, svgtext
 from driver.report.sections import stability
 from driver.stats import verdicts
 
@@ -61,7 +61,7 @@ def test_two_figures_share_no_id_and_every_reference_resolves():
         assert refs, "a line plot with markers refers to its marker and clip path"
         assert refs <= set(ids), refs - set(ids)
         # the prefixes the browser tests select by stay (tests/browser/test_report_screen.py)
-        for prefix in figures.KEPT_ID_PREFIXES:
+        for prefix in svgtext.KEPT_ID_PREFIXES:
             assert any(i.startswith(prefix) for i in ids), prefix
     # deterministic: the same figure, the same text and ids
     assert figures.fig_svg(_figure(title="a"), "figure a") == a
@@ -71,7 +71,7 @@ def test_unique_ids_rewrites_every_kind_of_reference():
     svg = ('<svg><defs><path id="m1" d="M0 0"/><clipPath id="p1"><rect/></clipPath></defs>'
            '<g id="axes_1"><use xlink:href="#m1"/><use href="#m1"/>'
            '<path clip-path="url(#p1)" d="M0 0"/></g><g id="patch_1"/></svg>')
-    out = figures.unique_ids(svg)
+    out = svgtext.unique_ids(svg)
     ids = set(ID.findall(out))
     assert len(ids) == 3 and all(re.fullmatch(r"(m0|p1|axes_1)-[0-9a-f]{8}", i) for i in ids)
     assert _refs(out) == {i for i in ids if not i.startswith("axes_")}
@@ -81,19 +81,19 @@ def test_unique_ids_rewrites_every_kind_of_reference():
 
 def test_bare_groups_dropped_and_the_rest_kept():
     svg = '<svg><g><g id="a"><g><path d="M0 0"/></g></g><g style="x"><g/></g></g></svg>'
-    assert figures._drop_bare_groups(svg) == '<svg><g id="a"><path d="M0 0"/></g><g style="x"><g/></g></svg>'
+    assert svgtext._drop_bare_groups(svg) == '<svg><g id="a"><path d="M0 0"/></g><g style="x"><g/></g></svg>'
 
 
 def test_short_path_draws_the_same_segments():
     d = "M 30.19 146.4 L 30.19 95.22 M 31.81 146.4 L 40 146.4 L 40 90 z M -1 -2 C 1 2 3 4 5 6"
-    assert figures.short_path(d) == "M30.19 146.4V95.22M31.81 146.4H40V90zM-1-2C1 2 3 4 5 6"
+    assert svgtext.short_path(d) == "M30.19 146.4V95.22M31.81 146.4H40V90zM-1-2C1 2 3 4 5 6"
     # a command it does not know leaves the path as it came
-    assert figures.short_path("M 0 0 A 1 1 0 0 1 2 2") == "M 0 0 A 1 1 0 0 1 2 2"
+    assert svgtext.short_path("M 0 0 A 1 1 0 0 1 2 2") == "M 0 0 A 1 1 0 0 1 2 2"
 
 
 def test_compact_svg_keeps_the_drawing():
     raw = _raw_svg(_figure(points=50))
-    small = figures.compact_svg(raw)
+    small = svgtext.compact_svg(raw)
     assert len(small) < 0.75 * len(raw)
     count = lambda s, tag: len(re.findall(rf"<{tag}\b", s))  # noqa: E731
     for tag in ("path", "use", "text", "g", "clipPath"):
@@ -111,7 +111,7 @@ def test_compact_svg_keeps_the_drawing():
         return out
 
     # (the font list, the same for every text, moved to report/figures.css)
-    assert styles(small, rules) == [(t, figures._FONTS.sub("", st) if st else st)
+    assert styles(small, rules) == [(t, svgtext._FONTS.sub("", st) if st else st)
                                     for t, st in styles(raw, {})]
     # coordinates kept to 0.1 pt
     x_raw = [float(v) for v in re.findall(r'<use [^>]*\bx="([-\d.]+)"', raw)]
@@ -178,8 +178,8 @@ def test_budget_check_catches_a_heavy_figure():
     ax = fig.add_subplot()
     ax.plot(np.random.default_rng(1).random(5000), "o")  # markers: no path simplification
     heavy = figures.fig_svg(fig, "heavy")
-    assert figures.figures_over_budget(f"<p>{heavy}</p>") == [("heavy", len(heavy.encode()))]
-    assert figures.figures_over_budget(figures.fig_svg(_figure(), "light")) == []
+    assert svgtext.figures_over_budget(f"<p>{heavy}</p>") == [("heavy", len(heavy.encode()))]
+    assert svgtext.figures_over_budget(figures.fig_svg(_figure(), "light")) == []
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def _section(html: str, sid: str) -> str:
 def test_synthetic_report_keeps_the_figure_budget_and_unique_ids(page):
     html = page["html"]
     assert html.count("<svg") >= 5
-    assert figures.figures_over_budget(html) == []
+    assert svgtext.figures_over_budget(html) == []
     ids = ID.findall(html)
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})[:5]
 

@@ -5,10 +5,11 @@ in full, and every API's forest plot from the cells, folded."""
 from pathlib import Path
 
 import pandas as pd
+import tomllib
 
 from driver.report import answer, forest
 from driver.report.bottom_line import bottom_line, duet_rows, more_lines
-from driver.report.fmt import col, is_true, num, records, text, version_key
+from driver.report.fmt import col, is_true, ncol, num, records, text, version_key
 from driver.report.forest import forest_svg
 from driver.report.questions import questions
 from driver.report.sections.duets import MODE_TITLE, panel
@@ -20,21 +21,10 @@ ID, TITLE, ORDER = "verdict", "Answer", 10
 
 
 def describe_machine(facts: dict) -> str:
+    """The machine in full: its one line, then its fingerprint and probe (docs/machines.md)."""
     if not facts:
         return "unknown machine (no cell file carried its provenance)"
-    parts = [text(facts.get("cpu_model"), "unknown CPU")]
-    if facts.get("cpu_count"):
-        parts[0] += f" ({facts['cpu_count']} logical cores)"
-    gpus = facts.get("gpus")
-    if gpus:
-        names = [text(g.get("name")) if isinstance(g, dict) else text(g) for g in gpus]
-        parts.append("GPU: " + ", ".join(n for n in names if n))
-    else:
-        parts.append("no GPU")
-    if facts.get("mem_total_gb"):
-        parts.append(f"{facts['mem_total_gb']} GB RAM")
-    parts += fingerprint.describe(facts)  # the fingerprint and the probe (docs/machines.md)
-    return "; ".join(parts)
+    return "; ".join([short_machine(facts), *fingerprint.describe(facts)])
 
 
 def short_machine(facts: dict) -> str:
@@ -53,14 +43,12 @@ def short_machine(facts: dict) -> str:
 
 
 def tfspeed_version(root: Path = REPO) -> str:
-    """This code's version, from pyproject.toml's `version` ("" when it cannot be read)."""
+    """This code's version, pyproject.toml's `version` ("" when it cannot be read)."""
     try:
-        for line in (root / "pyproject.toml").read_text(encoding="utf-8").splitlines():
-            if line.startswith("version"):
-                return line.split("=", 1)[1].strip().strip('"')
-    except OSError:
-        pass
-    return ""
+        with open(root / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f).get("project", {}).get("version", ""))
+    except (OSError, tomllib.TOMLDecodeError):
+        return ""
 
 
 def run_line(run: dict) -> str:
@@ -87,17 +75,12 @@ def duet_panels(data, reference: str) -> list[dict]:
         if not rows:
             continue
         p = panel(rows, MODE_TITLE.get(mode, mode))
-        n = int(ncol_max(duets, "n"))
+        n = int(ncol(duets, "n").max())
         out.append({"title": p["title"], "svg": forest_svg(p, data.min_effect, reference),
                     "caption": f"{p['title']}: each TF 2.x version's step time over "
                                f"{reference}'s, from {n} duets per version (in turns, beside "
                                "each other); the tested interval drawn."})
     return out
-
-
-def ncol_max(df: pd.DataFrame, name: str) -> float:
-    values = pd.to_numeric(col(df, name), errors="coerce").dropna()
-    return float(values.max()) if len(values) else 0.0
 
 
 def versions_covered(cells: pd.DataFrame) -> list[str]:
