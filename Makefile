@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish republish retabulate report lock clean-results retry-failed unlock compare-runs reference own dimension components measure-fork architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components measure-fork architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,7 +42,7 @@ report: venv  ## Snakemake's own report of the default study: results/snakemake-
 test: venv  ## the whole test suite (what CI runs)
 	$(BIN)/python -m pytest -q -rs tests $(ARGS)
 
-test-fast: venv  ## the unit tests only (no frameworks, no cluster, no browser)
+test-fast: venv  ## the tests without e2e and slurm marks (no framework envs, no cluster; the browser tests run where Chromium is installed)
 	$(BIN)/python -m pytest -q -m "not e2e and not slurm" tests $(ARGS)
 
 lint: venv  ## snakemake --lint, snakefmt --check, ruff
@@ -72,6 +72,10 @@ publish: venv  ## copy a run's measurements into docs/data/<machine>/<run>/, the
 
 republish: venv  ## regenerate docs/'s report, workbook, tables and pages from docs/data by the current code
 	$(BIN)/python scripts/republish.py --docs docs $(ARGS)
+	$(BIN)/python scripts/readme_answer.py --docs docs $(filter --check,$(ARGS))
+
+readme-answer: venv  ## write the published answer into README.md between its markers (from docs/tables)
+	$(BIN)/python scripts/readme_answer.py --docs docs
 
 architecture: venv  ## regenerate docs/ARCHITECTURE.md (the map of the code) from the module docstrings
 	$(BIN)/python scripts/architecture_doc.py

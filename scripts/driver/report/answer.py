@@ -1,5 +1,7 @@
-"""The report's first screen: one answer sentence per execution mode and API, computed from the
-tf2_vs_tf1 table's verdicts, and the rows of the forest plot behind them.
+"""The cells' answer, per execution mode and API, folded under the report's first screen (and in
+docs/RESULTS.md under its own heading): one sentence per mode and API from the tf2_vs_tf1 table's
+verdicts, and the rows of the forest plot behind them. Where the duets answer a question
+(driver/report/statements.py), cells_answer leaves it to them.
 
 Which rows answer "is TF 2 slower than TF 1": the like-for-like ones. A row whose sides use
 different Keras flavours (Keras 3 vs TF 1's tf.keras) or that is the matmul micro-case (where the
@@ -137,12 +139,12 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
             "Keras 2 that tf.keras was) vs TF 1's tf.keras" if standin else "")
     if not n:
         return {"what": what, "text": "no like-for-like pair", "cls": "nodata", "note": "",
-                "versions": ""}
+                "versions": "", "mode": mode, "api": api}
     worst = max(ratio) if ratio else math.nan
     cls = ("slower" if len(slower) > n / 2 else "equivalent" if n_eq > n / 2
            else "faster" if len(faster) > n / 2 else "mixed")
     return {"what": what, "text": "TF 2.x is " + ", ".join(parts) + ".", "cls": cls,
-            "note": note, "versions": f"{versions[0]} to {versions[-1]}" if n > 1 else versions[0],
+            "note": note, "mode": mode, "api": api, "versions": f"{versions[0]} to {versions[-1]}" if n > 1 else versions[0],
             "worst": worst}
 
 
@@ -170,6 +172,25 @@ def answer(tabs: dict, min_effect: float, reference: str = "TF 1.14") -> dict:
         sentences.append(s)
         panels.append({"title": s["what"], "rows": forest_rows(part, head)})
     return {"sentences": sentences, "panels": panels, "n_rows": len(df), "reference": reference}
+
+
+DUETS_ANSWER = ("the duets answer this (the answer above); these cells' rows are in the forest "
+                "plot below")
+
+
+def cells_answer(tabs: dict, min_effect: float, reference: str = "TF 1.14") -> dict:
+    """answer() for the cells' section under the duets' answer: one answer per question, so a
+    graph or eager train_on_batch() sentence the duets answer is not restated with the cells'
+    numbers (its rows stay in the forest plots, shown as what they are)."""
+    out = answer(tabs, min_effect, reference)
+    duets = tabs.get("duets", pd.DataFrame())
+    if duets.empty or "mode" not in duets.columns:
+        return out
+    answered = {(text(m), text(a)) for m, a in zip(col(duets, "mode"), col(duets, "api"))}
+    for s in out["sentences"]:
+        if (s.get("mode"), s.get("api")) in answered:
+            s.update(text=DUETS_ANSWER, cls="nodata", note="")
+    return out
 
 
 def forest_rows(part: pd.DataFrame, head: pd.DataFrame) -> list[dict]:

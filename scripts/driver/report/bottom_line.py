@@ -1,4 +1,4 @@
-"""The bottom line: three to seven sentences at the top of the report, each computed from the
+"""The bottom line: the sentences under the answer ("More from this run"), each computed from the
 tables (never typed): per mode the range of TF 2.x / TF 1 ratios and the worst upper bound at the
 CI's level, what today's default tf.keras (Keras 3) gives beside the legacy tf_keras, where the
 slowdown starts (the other TF 1 releases against the reference), fit() over an epoch and in
@@ -127,7 +127,7 @@ def legacy_text(rows: pd.DataFrame) -> str:
     vers = [text(v) for v in col(rows, "left_framework_version")]
     span = f"{ratio.min():.2f}–{ratio.max():.2f}x" if len(ratio) > 1 else f"{ratio.iloc[0]:.2f}x"
     which = f"{vers[0]}–{vers[-1]}" if len(vers) > 1 else vers[0]
-    return f"with the legacy tf_keras (TF_USE_LEGACY_KERAS=1) TF {which} take {span}"
+    return f"with the legacy tf_keras package TF {which} take {span}"
 
 
 def keras3_line(tf2: pd.DataFrame, reference: str) -> dict | None:
@@ -158,9 +158,12 @@ def keras3_line(tf2: pd.DataFrame, reference: str) -> dict | None:
                     "tf_keras package, which the per-mode lines above use"}
 
 
-def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager") -> dict | None:
+def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager",
+             tf2: bool = True) -> dict | None:
     """The other TF 1 releases against the reference, in the configuration of the headline
-    (tf.keras, train_on_batch, numpy, the smallest model and data): where a slowdown starts."""
+    (tf.keras, train_on_batch, numpy, the smallest model and data): where a slowdown starts,
+    from the cells' medians; with tf2=False (the duets answer TF 2.x) the first TF 2 is left to
+    the answer, so no version gets two ratios on one page."""
     if cells.empty or "median_s" not in cells.columns:
         return None
     ok = cells[(col(cells, "status").map(text) == "ok") & (col(cells, "framework").map(text)
@@ -186,7 +189,7 @@ def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager") -> di
             ms = num(r.get("median_s")) * 1e3
             bits.append(f"TF {text(r.get('framework_version'))} {ms:,.1f} ms "
                         f"({ms / ref_ms:.2f}x)")
-        if not first2.empty:
+        if tf2 and not first2.empty:
             r = sorted(records(first2), key=lambda r: version_key(r.get("framework_version")))[0]
             ms = num(r.get("median_s")) * 1e3
             bits.append(f"TF {text(r.get('framework_version'))} {ms:,.1f} ms ({ms / ref_ms:.2f}x)")
@@ -195,7 +198,8 @@ def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager") -> di
         ratio1 = num(r1.get("median_s")) * 1e3 / ref_ms
         lead = (f"The {m} slowdown is already in TF {text(r1.get('framework_version'))}"
                 if ratio1 >= 1.5 else f"{MODE_TEXT.get(m, m)}")
-        out.append(f"{lead} (tf.keras train_on_batch per step): TF {ref_ver} {ref_ms:,.1f} ms, "
+        out.append(f"{lead} (tf.keras train_on_batch per step, the cells' medians): TF {ref_ver} "
+                   f"{ref_ms:,.1f} ms, "
                    + ", ".join(bits))
     if not out:
         return None
@@ -297,7 +301,7 @@ def agreement_line(tabs: dict, previous: dict | None) -> dict:
 
 # The lines that the questions (driver/report/questions.py) answer first on the page: the rest
 # follow them as "More from this run", in the report and in docs/RESULTS.md alike.
-SAID_BY_QUESTIONS = ("Graph mode", "Eager mode", "Today's default tf.keras (Keras 3)")
+SAID_BY_QUESTIONS = (MODE_TEXT["graph"], MODE_TEXT["eager"], "Today's default tf.keras (Keras 3)")
 
 
 def more_lines(bottom: dict) -> list[dict]:
@@ -334,7 +338,7 @@ def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: floa
                 line["text"] = line["text"].rstrip(".") + "; " + legacy_text(legacy) + "."
         heads.append(head)
         lines.append(line)
-    for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env),
+    for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env, tf2=duets.empty),
                  fit_line(tabs, cells),
                  frameworks_line(tabs.get("frameworks_best", pd.DataFrame())),
                  resolution_line(pd.concat(heads) if heads else pd.DataFrame(), level)):

@@ -102,7 +102,8 @@ def claims(tables: dict, cells: pd.DataFrame | None = None) -> list[dict]:
     tfpy = oriented_by_axis(t["keras_vs_tfkeras"], "keras", "tf.keras", "tf.python.keras")
     tfpy_source = "keras_vs_tfkeras"
     specs = [
-        ("TF2 is slower than TF1", "the question; TF1 ran 47 % to 276 % faster",
+        ("TF2 is slower than TF1 (every training API and input, the cells' rows; the answer "
+         "per mode is the duets')", "the question; TF1 ran 47 % to 276 % faster",
          "tf2_vs_tf1", oriented(where(t["tf2_vs_tf1"], api=train), "right"), 1.0),
         ("TF2 eager is slower than TF1 eager", "answer 2: \"TF2 Eager is slower than TF1 "
          "Eager\"", "tf2_vs_tf1, mode eager",

@@ -7,6 +7,7 @@ from driver.report import answer
 from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.fmt import wall_text
 from driver.report.questions import questions
+from driver.report.statements import MODES, WORKLOAD, line_markdown
 from driver.report.sections import machines as machines_section
 from driver.stats.verdicts import verdict_word
 from driver.tables.results import Results
@@ -24,6 +25,23 @@ def _md(value) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
+def answer_lines(tabs: dict, min_effect: float, reference: str, modes: bool = True) -> list[str]:
+    """The answer in Markdown, as the report's first screen gives it (the same claims,
+    driver/report/statements.py): what the modes are, then one bullet per question, with
+    several machines one line per machine. RESULTS.md and the README block print it."""
+    found = questions(tabs, min_effect, reference)
+    machines = found["machines"]
+    where = ("on %s" % machines[0]) if len(machines) == 1 else (
+        "on %d machines (%s), one line each" % (len(machines), ", ".join(machines))
+        if machines else "on this machine")
+    out = ["Is TensorFlow 2 slower than TensorFlow 1? %s, each row %s.%s" % (
+        where[0].upper() + where[1:], WORKLOAD.format(reference=reference.removeprefix("TF ")),
+        " " + "; ".join("*%s*: %s" % kv for kv in MODES.items()) + "." if modes else ""), ""]
+    for q in found["items"]:
+        out += line_markdown(q)
+    return out
+
+
 def results_page(tables, min_effect: float, runs=None) -> str:
     """docs/RESULTS.md from a run's tables folder (cells.csv, the comparison tables, facts.json):
     the report's first screen (the questions of driver/report/questions.py, the rest of the
@@ -39,7 +57,7 @@ def results_page(tables, min_effect: float, runs=None) -> str:
     tabs = res.tables(cells=True)  # every table: the bottom line the report shows
     cells = tabs["cells"]
     facts = res.facts()
-    first = answer.answer(tabs, min_effect)
+    first = answer.cells_answer(tabs, min_effect)
     right = tabs["tf2_vs_tf1"]["right_env"].dropna() if "tf2_vs_tf1" in tabs and \
         "right_env" in tabs["tf2_vs_tf1"] else pd.Series(dtype=object)
     bottom = bottom_line(tabs, cells, right.mode()[0] if len(right) else "the reference env")
@@ -58,19 +76,19 @@ def results_page(tables, min_effect: float, runs=None) -> str:
                 str(run.get("commit") or "unknown")[:12], run.get("started_utc"),
                 run.get("ended_utc"), wall_text(run.get("wall_s"))))
         out.append("")
-    out += ["## The answer", "",
-            "On this machine, against %s (the report's first screen):" % bottom["reference"], ""]
-    for q in questions(tabs, min_effect, bottom["reference"])["items"]:
-        out.append("- **%s**: %s" % (q["question"], q["text"]))
+    out += ["## The answer", ""] + answer_lines(tabs, min_effect, bottom["reference"])
     out += ["", "## More from this run", ""]
     for line in more_lines(bottom):
         tally = " (%s)" % line["tally"] if line.get("tally") else ""
         note = " (%s)" % line["note"] if line.get("note") else ""
         out.append("- **%s**: %s%s%s" % (line["what"], line["text"], tally, note))
-    out += ["", "## The answer per mode and API", "",
-            "Is TF 2 slower than TF 1? One sentence per execution mode and API, from the "
-           "`tf2_vs_tf1` table's verdicts (like-for-like rows, one per version; reference %s, "
-           "equivalence band 1 ± %g):" % (first["reference"], min_effect), ""]
+    out += ["", "## Every API and input, from the cells", "",
+            "Not the answer above: the cells are fresh processes run one after another, so "
+            "their ratios carry the machine's drift between them, and where the duets answer a "
+            "question (train_on_batch()) the cells' rows are left to the report's forest plots. "
+            "One sentence per mode and API from the `tf2_vs_tf1` table's verdicts "
+            "(like-for-like rows, one per version; reference %s, equivalence margin 1 ± %g):"
+            % (first["reference"], min_effect), ""]
     if not first["sentences"]:
         out.append("- No like-for-like TF 2 vs TF 1 pair in this run.")
     for item in first["sentences"]:

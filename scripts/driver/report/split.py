@@ -59,8 +59,9 @@ def split_views(tabs: dict) -> list[dict]:
             view["title"] = f"{one['title']}: {KIND_TITLE['cross']}"
             view["note"] = ("Not one-factor comparisons: the sides differ in the Keras flavour "
                             "too (from TF 2.16, tf.keras is Keras 3 and Keras 2 is the tf_keras "
-                            "package). They are not counted in the answer above, except "
-                            "tf_keras vs tf.keras, which the answer names.")
+                            "package). The answer above takes none of these rows: it comes from the "
+                            "duets (or, without duets, from the like-for-like rows, tf_keras "
+                            "standing in for tf.keras from TF 2.16).")
             _rename(view, f"{name}-cross")
             entry["extra"].append(view)
         if len(df) and (kinds == "micro").any():

@@ -36,13 +36,17 @@ FRAMEWORK_SHORT = CatalogueWords("short_label")  # "TF"
 # seed's tf.data timing: the call's time over its steps, set-up paid once per epoch)
 API = {"train_on_batch": "train_on_batch()", "fit": "fit() 1 step/call",
        "fit_epoch": "fit() epoch/call", "custom_loop": "custom loop", "matmul": "matmul"}
-MODE = {"eager": "Eager", "graph": "Graph", "run_eagerly": "run_eagerly", "function": "tf.function",
+# graph is the TF 1-style graph (tf.compat.v1.disable_eager_execution() in TF 2), eager TF 2's
+# default (Keras compiles the step with tf.function unless run_eagerly), function the user's own
+# @tf.function step (tfspeed/backends/tf.py)
+MODE = {"eager": "Eager", "graph": "TF1-style graph", "run_eagerly": "run_eagerly",
+        "function": "own @tf.function",
         "xla": "XLA", "compile": "torch.compile", "torchscript": "TorchScript", "numpy": "NumPy"}
 
 API_PHRASE = {**API, "fit": "fit() one step per call", "fit_epoch": "fit() over an epoch",
               "custom_loop": "a custom loop", "predict": "predict()", "call": "model(x)",
               "predict_on_batch": "predict_on_batch()"}
-MODE_PHRASE = {"graph": "Graph mode", "eager": "Eager mode",
+MODE_PHRASE = {"graph": "TF 1-style graph", "eager": "Eager mode",
                **{m: MODE[m] for m in ("run_eagerly", "function", "xla")}}
 
 # Inference call styles in a table cell (API above is the training APIs' labels, which the

@@ -1,5 +1,5 @@
-"""The source study's BENCHMARKS layout as one sheet of the workbook (and, via seedtable.py, as
-the report's seed tables).
+"""The source study's BENCHMARKS layout as one sheet of the workbook (and, via
+driver/report/source_table.py, as the report's seed tables).
 
 The seed compared two TensorFlows: TF1 = 1.14.0 and TF2 = 2.0.0. Its spreadsheet has one block
 per configuration (Keras flavour x API x input x device), rows model x data (small / medium /

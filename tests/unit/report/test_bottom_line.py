@@ -213,4 +213,4 @@ def test_duets_decide_the_mode_lines_with_a_bound_for_all_versions_at_once():
     worst = table[(table["mode"] == "graph") & (table["verdict"] != "right_faster")]
     assert f"{(worst['simultaneous_high'].max() - 1) * 100:,.0f} % slower" in graph["text"]
     assert eager["tally"] == "1 slower, 1 equivalent of 2"  # Keras 3 counted, tf_keras beside
-    assert "legacy tf_keras (TF_USE_LEGACY_KERAS=1) TF 2.21.0" in eager["text"]
+    assert "legacy tf_keras package TF 2.21.0" in eager["text"]

@@ -1,7 +1,9 @@
-"""The answer in one sentence per question (driver/report/questions.py): each sentence's counts
-are the table's verdicts (never the point estimates), the versions too close to call are named,
-Keras 3 is answered apart from Keras 2, inference says model(x) against predict() from
-call_vs_predict, and a study without duets answers from the cells' tf2_vs_tf1 rows. Also the
+"""The answer in one claim per question and machine (driver/report/questions.py and
+statements.py): each claim's counts are the table's verdicts (never the point estimates), each
+range covers exactly the rows its count covers, a row within the margin but different says both,
+Keras 3 is answered apart from Keras 2, inference says predict() against model(x) for every
+version measured, a study without duets answers from the cells' tf2_vs_tf1 rows, and two
+machines give a line each. Also the
 run's facts (driver/tables/facts.py: run_facts) and the page's embedded downloads and A/A check
 (sections/method.py)."""
 from urllib.parse import unquote
@@ -9,7 +11,7 @@ from urllib.parse import unquote
 import pandas as pd
 import pytest
 
-from driver.report.questions import inference, questions, summary
+from driver.report.questions import questions
 from driver.report.sections import method
 from driver.report.sections.verdict import run_line
 from driver.tables.facts import run_facts
@@ -57,28 +59,51 @@ CVP = pd.DataFrame([
 
 
 def by_id(out):
-    return {q["id"]: q for q in out["items"]}
+    """{question id: {"label", "scope", "text", "cls"}} of a one-machine answer."""
+    return {q["id"]: {"label": q["label"], "scope": q["lines"][0]["who"],
+                      "text": q["lines"][0]["text"], "cls": q["lines"][0]["cls"]}
+            for q in out["items"]}
 
 
-def test_counts_are_the_verdicts_not_the_point_estimates():
+def test_counts_are_the_verdicts_and_each_range_covers_its_count():
     out = by_id(questions({"duets": duets_table()}, 0.10, "TF 1.14.0"))
-    graph = out["graph"]["text"]
-    # graph: TF 2.0.4 slower, 2.1.4 and the tf_keras 2.16.2 row within / faster, 2.11.1 undecided
-    assert "as fast as TF 1.14.0 or faster in 3 of 5 versions" in graph, graph
-    assert "slower: TF 2.0.4 (1.10x)" in graph and "undecided: TF 2.11.1" in graph
-    assert "(0.87–1.10x)" in graph
-    s = summary(duets_table().query("mode == 'graph'"))
-    assert [len(s[k]) for k in ("slower", "faster", "equivalent", "undecided")] == [1, 2, 1, 1]
+    graph = out["graph"]
+    assert graph["label"] == "Training, TF 1-style graph" and "tf.function" not in graph["label"]
+    assert graph["scope"] == "tf.keras to TF 2.12.1, tf_keras from TF 2.16.2"
+    # 2 faster (0.87, 0.88), 1 as fast (2.1.4, its interval holds 1), 1 slower, 1 undecided:
+    # every range is over its own group's rows only
+    assert graph["text"].startswith("faster in 2 of 5 versions (0.87–0.88x: TF 2.12.1, "
+                                    "TF 2.16.2)"), graph["text"]
+    assert "as fast, within ±10 %, in 1 version (1.01x: TF 2.1.4)" in graph["text"]
+    assert "slower in 1 version (1.10x: TF 2.0.4)" in graph["text"]
+    assert "undecided in 1 version (0.95x: TF 2.11.1)" in graph["text"]
+    s = summary_counts(duets_table().query("mode == 'graph'"))
+    assert s == {"faster": 2, "as fast": 1, "slower": 1, "undecided": 1}
 
 
-def test_keras3_apart_from_keras2_with_the_legacy_rows():
+def summary_counts(df):
+    from driver.report.statements import groups_of, rows_of
+
+    return {g.kind: len(g.rows) for g in groups_of(rows_of(df))}
+
+
+def test_within_the_margin_but_different_says_both():
+    """An equivalent row whose tested interval leaves 1 out is 'slower by 3 %, within ±10 %',
+    never 'as fast as'."""
     out = by_id(questions({"duets": duets_table()}, 0.10, "TF 1.14.0"))
-    assert out["keras3"]["question"].endswith("(Keras 3, TF 2.16.2–2.21.0)")
-    assert "within ±10 % in 2 of 2 versions (0.99–1.03x)" in out["keras3"]["text"]
+    assert out["keras3"]["label"] == "Training, eager, Keras 3"
+    assert out["keras3"]["scope"] == "TF 2.16.2–2.21.0"
+    text = out["keras3"]["text"]
+    assert "as fast, within ±10 %, in 2 of 2 versions (0.99–1.03x: TF 2.16.2, TF 2.21.0)" in text
+    table = duets_table()
+    table.loc[table["keras"] == "keras3", "ratio_ci_low"] = [1.01, 0.97]
+    text = by_id(questions({"duets": table}, 0.10, "TF 1.14.0"))["keras3"]["text"]
+    assert "slower by 3 %, within ±10 %, in 1 of 2 versions (1.03x: TF 2.16.2)" in text, text
     # Keras 2: tf.keras up to 2.15 and the legacy tf_keras of the Keras 3 versions, eager only
-    k2 = out["keras2"]["text"]
-    assert k2.startswith("slower, typically") and "slower in 4 of 4 versions" in k2, k2
-    assert out["keras2"]["cls"] == "slower" and out["graph"]["cls"] == "faster"
+    k2 = out["keras2"]
+    assert k2["text"].startswith("slower in 4 of 4 versions (1.55–4.18x, median "), k2
+    assert k2["scope"] == "tf.keras to TF 2.12.1, tf_keras from TF 2.16.2"
+    assert k2["cls"] == "slower" and out["graph"]["cls"] == "mixed"
 
 
 def test_a_study_without_keras3_has_no_keras3_question():
@@ -88,20 +113,25 @@ def test_a_study_without_keras3_has_no_keras3_question():
     assert ids == ["graph", "keras2", "inference"]
 
 
+def test_two_machines_one_line_each():
+    table = pd.concat([duets_table(), duets_table().assign(machine="n")])
+    table = pd.concat([table, duets_table().assign(machine="m.twin")])  # A/A copy: no machine
+    out = questions({"duets": table}, 0.10, "TF 1.14.0")
+    assert out["machines"] == ["m", "n"]
+    graph = out["items"][0]
+    assert [ln["machine"] for ln in graph["lines"]] == ["m", "n"]
+    assert graph["lines"][0]["who"].startswith("m (tf.keras to TF 2.12.1")
+
+
 def test_inference_from_call_vs_predict():
-    inf = inference({"call_vs_predict": CVP})
-    assert inf["eager"]["span"] == "6.67–10.87x" and inf["eager"]["call_faster"] == 2
     out = by_id(questions({"duets": duets_table(), "call_vs_predict": CVP}, 0.10, "TF 1.14.0"))
     text = out["inference"]["text"]
-    assert text.startswith("call model(x), not predict(): predict() takes 6.67–10.87x as long "
-                           "in eager mode (2 of 2 versions)"), text
-    assert "1.30x as long in graph mode (1 of 2 versions)" in text  # 2.15 graph: undecided
-    # predict() decided faster: no "call model(x)" rule
-    flipped = CVP.assign(ratio=1 / CVP["ratio"], ratio_ci_low=1 / CVP["ratio_ci_high"],
-                         ratio_ci_high=1 / CVP["ratio_ci_low"],
-                         verdict=CVP["verdict"].replace({"left_faster": "right_faster"}))
-    text = by_id(questions({"call_vs_predict": flipped}, 0.10, "TF 1"))["inference"]["text"]
-    assert "call model(x)" not in text and "predict() is faster in eager mode" in text
+    # every version measured, TF 1 included and named: nothing is silently left out
+    assert text.startswith("eager: predict() slower in 2 of 3 versions (6.67–10.87x: TF 2.0.4, "
+                           "TF 2.15.1); predict() faster in 1 version (0.88x: TF 1.14.0)"), text
+    assert "TF 1-style graph: predict() slower in 1 of 2 versions (1.30x: TF 2.0.4); undecided " \
+           "in 1 version (1.06x: TF 2.15.1)" in text
+    assert "call model(x), not predict()" not in text  # no advice the guidance may contradict
     missing = by_id(questions({}, 0.10, "TF 1"))["inference"]
     assert missing["cls"] == "nodata" and "not measured" in missing["text"]
 
@@ -121,9 +151,8 @@ def test_without_duets_the_cells_answer():
     out = questions({"tf2_vs_tf1": tf2}, 0.10, "TF 1.14.0")
     assert out["source"] == "cells"
     q = by_id(out)
-    assert q["graph"]["text"].startswith("slower, typically 1.30x")
-    assert "within ±10 % in 1 of 1" not in q["keras3"]["text"]  # one version: no "of 1"
-    assert q["keras3"]["text"].startswith("as fast as TF 1.14.0, within ±10 % in 1 (1.00x)")
+    assert q["graph"]["text"].startswith("slower in 1 version (1.30x: TF 2.0.4)")
+    assert q["keras3"]["text"].startswith("as fast, within ±10 %, in 1 version (1.00x")
     assert "slower in 2 of 2 versions" in q["keras2"]["text"]
 
 

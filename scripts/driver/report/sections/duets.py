@@ -13,7 +13,7 @@ from driver.stats.verdicts import INCONCLUSIVE, WORDS, verdict_word, words
 
 ID, TITLE, ORDER = "duets", "In duets", 11
 
-MODE_TITLE = {"graph": "Graph mode, train_on_batch()", "eager": "Eager mode, train_on_batch()"}
+MODE_TITLE = {"graph": "TF 1-style graph, train_on_batch()", "eager": "Eager, train_on_batch()"}
 
 
 def _pct(x: float) -> str:

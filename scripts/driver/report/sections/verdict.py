@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pandas as pd
 import tomllib
+from markupsafe import Markup, escape
 
 from driver.report import answer, forest
 from driver.report.bottom_line import bottom_line, duet_rows, more_lines
 from driver.report.fmt import col, is_true, ncol, num, records, text, version_key
 from driver.report.forest import forest_svg
 from driver.report.questions import questions
+from driver.report.statements import MODES, WORKLOAD
 from driver.report.sections.duets import MODE_TITLE, panel
 from driver.study import fingerprint, layout
 
@@ -64,6 +66,12 @@ def run_line(run: dict) -> str:
     return " ".join(bits)
 
 
+def md_code(s: str) -> Markup:
+    """Markdown's `code` as HTML <code>, the rest escaped."""
+    parts = str(escape(s)).split("`")
+    return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
+
+
 def duet_panels(data, reference: str) -> list[dict]:
     """The headline's forest panels from the duets, per mode, with their captions."""
     duets = data.table("duets")
@@ -98,7 +106,7 @@ def versions_covered(cells: pd.DataFrame) -> list[str]:
 
 
 def build(data) -> dict:
-    ans = answer.answer(data.tabs, data.min_effect)
+    ans = answer.cells_answer(data.tabs, data.min_effect)
     for p in ans["panels"]:
         p["svg"] = forest_svg(p, data.min_effect, ans["reference"])
         p["caption"] = (f"{p['title']}: each TF 2.x version's step time over "
@@ -116,6 +124,8 @@ def build(data) -> dict:
     return {
         "answer": {**ans, "min_effect": data.min_effect},
         "questions": questions(data.tabs, data.min_effect, reference),
+        "modes": [{"name": k, "text": md_code(v)} for k, v in MODES.items()],
+        "workload": md_code(WORKLOAD.format(reference=reference.removeprefix("TF "))),
         "headline": headline,
         "legend": forest.legend_items("" if headline else "tf_keras standing in for tf.keras"),
         "more": more_lines(bottom),

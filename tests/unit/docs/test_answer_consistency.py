@@ -1,0 +1,202 @@
+"""Every count, range, median, version list and verdict word of the answer is recomputed from the
+CSVs by an independent reader (tests/support/answer_check.py), wherever the answer is printed:
+README.md's block, docs/RESULTS.md and the report's first screen for the published run, and the
+Markdown answer (results_page.answer_lines, which RESULTS.md and the README print) for planted
+tables: rows that differ but lie within the margin, undecided rows, a version missing from a mode,
+two machines. A planted contradiction (a range over the wrong rows, a mislabelled mode, "as fast"
+for a row the interval puts above 1, a machine's line given another's numbers) fails it."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from answer_check import check, html_entries, markdown_entries, section
+from driver.report import readme_block
+from driver.report.results_page import answer_lines
+from driver.report.statements import line_markdown
+from driver.report.questions import questions
+
+REPO = Path(__file__).resolve().parents[3]
+DOCS = REPO / "docs"
+MARGIN = 0.10
+
+
+def published():
+    tables = DOCS / "tables"
+    if not (tables / "duets.csv").is_file():
+        pytest.skip("no published duets table")
+    duets = pd.read_csv(tables / "duets.csv")
+    cvp = pd.read_csv(tables / "call_vs_predict.csv")
+    machines = sorted(m for m in duets["machine"].unique() if not m.endswith(".twin"))
+    import readme_answer
+
+    return duets, cvp, machines, readme_answer.published_margin(DOCS)
+
+
+@pytest.fixture(scope="module")
+def pub():
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    return published()
+
+
+def test_readme_block(pub):
+    duets, cvp, machines, margin = pub
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme_block.current(readme).splitlines()
+    entries = markdown_entries(block)
+    assert len(entries) >= 3, block
+    assert check(entries, duets, cvp, margin, machines) == []
+    assert "\n".join(block) == readme_block.block(DOCS / "tables", margin), \
+        "README's answer block is not what docs/tables give: run make republish"
+    first = readme.splitlines().index(block[0])
+    assert first < 30, "the answer must start within README's first 30 lines"
+
+
+def test_results_page(pub):
+    duets, cvp, machines, margin = pub
+    lines = section((DOCS / "RESULTS.md").read_text(encoding="utf-8"), "## The answer", "## ")
+    assert check(markdown_entries(lines), duets, cvp, margin, machines) == []
+
+
+def test_report_first_screen(pub):
+    duets, cvp, machines, margin = pub
+    entries = html_entries((DOCS / "index.html").read_text(encoding="utf-8"))
+    assert len(entries) >= 3
+    assert check(entries, duets, cvp, margin, machines) == []
+
+
+def test_readme_size():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 120
+    assert len(text.split()) <= 1200
+
+
+# ------------------------------------------------------------------------------------------
+# planted tables
+
+def duet(machine, version, mode, keras, ratio, lo, hi, verdict):
+    env = "tf" + ".".join(version.split(".")[:2])
+    return {"machine": machine, "env": env, "mode": mode, "keras": keras, "api": "train_on_batch",
+            "left_env": env, "right_env": "tf1.14", "left_framework_version": version,
+            "right_framework_version": "1.14.0", "n": 4, "ratio": ratio, "ratio_ci_low": lo,
+            "ratio_ci_high": hi, "verdict": verdict}
+
+
+def planted_duets(machine="m1", shift=1.0):
+    rows = [
+        ("2.0.4", "graph", "tf.keras", 1.10, 1.08, 1.12, "right_faster"),
+        ("2.1.4", "graph", "tf.keras", 1.02, 1.003, 1.03, "equivalent"),  # differs, within
+        ("2.5.3", "graph", "tf.keras", 1.01, 1.001, 1.04, "equivalent"),  # differs, within
+        ("2.9.3", "graph", "tf.keras", 0.99, 0.97, 1.01, "equivalent"),  # as fast
+        ("2.11.1", "graph", "tf.keras", 0.90, 0.80, 1.01, "inconclusive"),  # undecided
+        ("2.12.1", "graph", "tf.keras", 0.87, 0.84, 0.90, "left_faster"),
+        ("2.13.1", "graph", "tf.keras", 0.96, 0.95, 0.97, "equivalent"),  # faster, within
+        ("2.16.2", "graph", "tf_keras", 0.88, 0.86, 0.89, "left_faster"),
+        ("2.0.4", "eager", "tf.keras", 4.18, 4.07, 4.29, "right_faster"),
+        ("2.1.4", "eager", "tf.keras", 1.07, 1.03, 1.09, "equivalent"),
+        # TF 2.5.3 has no eager row: a version missing from a mode
+        ("2.12.1", "eager", "tf.keras", 1.55, 1.47, 1.64, "right_faster"),
+        ("2.13.1", "eager", "tf.keras", 1.40, 0.90, 2.10, "inconclusive"),
+        ("2.16.2", "eager", "keras3", 1.03, 1.01, 1.05, "equivalent"),
+        ("2.21.0", "eager", "keras3", 0.99, 0.97, 1.01, "equivalent"),
+        ("2.16.2", "eager", "tf_keras", 1.66, 1.59, 1.73, "right_faster"),
+        ("2.21.0", "eager", "tf_keras", 1.67, 1.63, 1.70, "right_faster"),
+    ]
+    return pd.DataFrame([duet(machine, v, m, k, r * shift, lo * shift, hi * shift, verdict)
+                         for v, m, k, r, lo, hi, verdict in rows])
+
+
+def planted_cvp(machine="m1"):
+    rows = [("1.14.0", "eager", 1.13, 1.05, 1.21, "right_faster"),
+            ("2.0.4", "eager", 0.15, 0.14, 0.16, "left_faster"),
+            ("2.15.1", "eager", 0.092, 0.086, 0.098, "left_faster"),
+            ("2.0.4", "graph", 0.77, 0.72, 0.83, "left_faster"),
+            ("2.15.1", "graph", 0.94, 0.88, 1.00, "inconclusive")]
+    return pd.DataFrame([{"machine": machine, "env": "tf" + ".".join(v.split(".")[:2]),
+                          "framework_version": v, "mode": m, "keras": "tf.keras",
+                          "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "verdict": d}
+                         for v, m, r, lo, hi, d in rows])
+
+
+def answer_of(duets, cvp):
+    return answer_lines({"duets": duets, "call_vs_predict": cvp}, MARGIN, "TF 1.14.0")
+
+
+def machines_of(duets):
+    return sorted(duets["machine"].unique())
+
+
+def test_planted_one_machine_reads_true():
+    duets, cvp = planted_duets(), planted_cvp()
+    lines = answer_of(duets, cvp)
+    assert check(markdown_entries(lines), duets, cvp, MARGIN, machines_of(duets)) == []
+    text = "\n".join(lines)
+    # the words say what the intervals say
+    assert "slower by 1–2 %, within ±10 %, in 2 versions" in text, text
+    assert "faster by 4 %, within ±10 %, in 1 version (0.96x: TF 2.13.1)" in text
+    assert "undecided in 1 version (0.90x: TF 2.11.1)" in text
+    assert "(tf.keras to TF 2.13.1, tf_keras from TF 2.16.2)" in text
+
+
+def test_planted_two_machines_one_line_each():
+    duets = pd.concat([planted_duets("intel-xeon-2c-4db20bbf"),
+                       planted_duets("amd-epyc-2c-a59bbdd3", shift=1.02)], ignore_index=True)
+    cvp = pd.concat([planted_cvp("intel-xeon-2c-4db20bbf"), planted_cvp("amd-epyc-2c-a59bbdd3")],
+                    ignore_index=True)
+    lines = answer_of(duets, cvp)
+    assert "On 2 machines (amd-epyc-2c-a59bbdd3, intel-xeon-2c-4db20bbf)" in lines[0]
+    entries = markdown_entries(lines)
+    assert len(entries) == 8  # 4 questions x 2 machines
+    assert check(entries, duets, cvp, MARGIN, machines_of(duets)) == []
+    # a machine's line given the other's numbers is caught
+    swapped = [dict(e, who=e["who"].replace("amd-epyc-2c-a59bbdd3", "X").replace(
+        "intel-xeon-2c-4db20bbf", "amd-epyc-2c-a59bbdd3").replace("X", "intel-xeon-2c-4db20bbf"))
+        for e in entries]
+    assert check(swapped, duets, cvp, MARGIN, machines_of(duets))
+
+
+def test_planted_contradictions_fail():
+    duets, cvp = planted_duets(), planted_cvp()
+    entries = markdown_entries(answer_of(duets, cvp))
+    graph = next(e for e in entries if e["label"] == "Training, TF 1-style graph")
+    # a range over the wrong rows: the faster group's range stretched to every row's
+    wrong_range = [dict(e, text=e["text"].replace("faster in 2 of 8 versions (0.87–0.88x",
+                                                  "faster in 2 of 8 versions (0.87–1.10x"))
+                   if e is graph else e for e in entries]
+    assert wrong_range != entries
+    assert any("span" in p for p in check(wrong_range, duets, cvp, MARGIN, ["m1"]))
+    # a mislabelled mode: the graph sentence under the eager Keras 2 label
+    mislabelled = [dict(e, label="Training, eager, Keras 2") if e is graph else
+                   dict(e, label="Training, TF 1-style graph")
+                   if e["label"] == "Training, eager, Keras 2" else e for e in entries]
+    assert check(mislabelled, duets, cvp, MARGIN, ["m1"])
+    # "as fast" for rows whose interval lies above 1
+    as_fast = [dict(e, text=e["text"].replace("slower by 1–2 %, within ±10 %,",
+                                              "as fast, within ±10 %,")) if e is graph else e
+               for e in entries]
+    assert check(as_fast, duets, cvp, MARGIN, ["m1"])
+    # the false rule's reading: equivalent rows that leave 1 out counted as slower
+    as_slower = [dict(e, text=e["text"].replace("slower by 1–2 %, within ±10 %,", "slower"))
+                 if e is graph else e for e in entries]
+    assert check(as_slower, duets, cvp, MARGIN, ["m1"])
+
+
+def test_without_keras3_no_keras3_question():
+    duets = planted_duets()
+    duets = duets[duets["keras"] != "keras3"]
+    entries = markdown_entries(answer_of(duets, planted_cvp()))
+    assert "Training, eager, Keras 3" not in {e["label"] for e in entries}
+    assert check(entries, duets, planted_cvp(), MARGIN, ["m1"]) == []
+
+
+def test_the_report_and_the_page_print_the_same_claims():
+    """The HTML list and the Markdown lines come from one list of claims."""
+    tabs = {"duets": planted_duets(), "call_vs_predict": planted_cvp()}
+    found = questions(tabs, MARGIN, "TF 1.14.0")
+    md = [ln for q in found["items"] for ln in line_markdown(q)]
+    assert md == [ln for ln in answer_of(tabs["duets"], tabs["call_vs_predict"])
+                  if ln.startswith(("- ", "  - "))]
+    for claim in found["claims"]:
+        assert claim.row_ids and all(i.startswith("m1:") for i in claim.row_ids)
