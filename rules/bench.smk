@@ -64,11 +64,30 @@ rule run_duet:
         " --reference-cell {params.duet[reference_cell]:q} --rule {params.duet[rule]:q}"
         " --manifest {input.manifest} --reference-manifest {input.reference_manifest}"
         " --env {wildcards.env} --reference-env {params.duet[reference_env]}"
-        " --machine {wildcards.machine} --replicate {wildcards.rep}"
+        " --machine {wildcards.machine} --replicate {wildcards.rep} --design {params.duet[design]:q}"
         " --windows {params.windows} --window-s {params.window_s}"
         " --timeout-s {params.timeout} --threads {params.threads}"
         " --foreign-cpu-max-share {params.foreign} --memory-mb {params.memory_mb}"
         " --lock {params.lock:q} --out {output.duet} > {log} 2>&1"
+
+
+# The second look at the duets: which rows are still open after the first `replicates` duets.
+checkpoint plan_duets:
+    input:
+        duets=lambda wildcards: PLAN.duet_files(wildcards.machine),
+    output:
+        plan=layout.DUET_PLAN_PATTERN,
+    log:
+        "logs/plan_duets/{machine}.log",
+    conda:
+        "envs/driver.yaml"
+    params:
+        q=config["fdr_q"],
+        level=config["stop"]["level"],
+        min_effect=config["min_effect"],
+        alpha_equivalence=config["equivalence_alpha"],
+    script:
+        "../scripts/plan_duets.py"
 
 
 rule finish_round:

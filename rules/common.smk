@@ -37,7 +37,7 @@ rule_params = lambda wildcards: PLAN.rule_params(wildcards.cell)
 env_file = lambda wildcards: PLAN.env_file(wildcards.env)
 probe_env_file = lambda wildcards: PLAN.env_file(PROBE_ENV)
 probe_stamp = lambda wildcards: PLAN.probe_stamp(wildcards.machine)
-duet_files = lambda machine=None: PLAN.duet_files(machine or MACHINE)
+duet_files = lambda machine=None: all_duet_files(machine or MACHINE)
 duet_params = lambda wildcards: PLAN.duet_params(wildcards.env, wildcards.cell)
 duet_priority = lambda w: PLAN.duet_priority[(w.env, w.cell, int(w.rep))]
 order_files = lambda machine=None: PLAN.order_files(machine or MACHINE, round_slots)
@@ -45,6 +45,17 @@ manifest_arg = lambda wildcards, input: (
     "--conda" if USE_CONDA else "--manifest %s" % input.manifest
 )
 final_outputs = lambda: [layout.CELLS_CSV, layout.WORKBOOK, layout.REPORT]
+
+
+def all_duet_files(machine):
+    """The first look's duet files and, with a second look, those the checkpoint plan_duets
+    chose for the rows still open."""
+    files = PLAN.duet_files(machine)
+    if not PLAN.second_look or not files:
+        return files
+    chosen = checkpoints.plan_duets.get(machine=machine).output.plan
+    with open(chosen) as handle:
+        return files + PLAN.extra_duet_files(machine, json.load(handle)["open"])
 
 
 def round_slots(machine, rep):

@@ -137,10 +137,33 @@ def _window(step, seconds, min_calls, per, settle=3):
             return samples
 
 
+def _kernel(seconds, size=128):
+    """A fixed NumPy kernel (a size x size float32 matrix product), timed call by call for about
+    `seconds` (at least 5 calls): the same work in every process and env."""
+    import numpy as np
+
+    from tfspeed import timing
+
+    clock = timing.clock
+    a = np.random.RandomState(0).rand(size, size).astype(np.float32)
+    np.dot(a, a)
+    samples = []
+    end = clock() + seconds
+    while True:
+        t = clock()
+        np.dot(a, a)
+        now = clock()
+        samples.append(now - t)
+        if now >= end and len(samples) >= 5:
+            return samples
+
+
 def serve(cell, rule_dict, framework):
     """--serve: a long-lived worker for paired runs (driver/study/duet.py). Builds the cell,
     warms it up, says `ready`, then answers commands on stdin, one per line:
       window S     time calls for about S seconds; reply `window` with the samples
+      kernel S     time a fixed NumPy kernel for about S seconds (a covariate of the state of
+                   the machine and of this process); reply `kernel` with the samples
       rebuild      a new model in this process (Keras' session cleared first): `ready` again
       quit         exit
     The coordinator alternates two such workers window by window, so both sides of a
@@ -160,6 +183,8 @@ def serve(cell, rule_dict, framework):
             meter.start()
             samples = _window(prepared.step, float(words[1]), 5, per)
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
+        elif words[0] == "kernel":
+            _reply("kernel", {"samples_s": _kernel(float(words[1]))})
         elif words[0] == "rebuild":
             _clear_session(framework, cell)
             prepared, facts = _build(cell, rule, framework)

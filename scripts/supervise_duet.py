@@ -53,7 +53,8 @@ def supervise(args):
     rec = {"record_version": RECORD_VERSION, "kind": "duet", "machine": args.machine,
            "env": args.env, "cell": cell, "reference_env": args.reference_env,
            "reference_cell": ref_cell, "replicate": args.replicate, "windows": args.windows,
-           "window_s": args.window_s, "status": "failed", "reason": "",
+           "window_s": args.window_s, "design": json.loads(args.design),
+           "status": "failed", "reason": "",
            "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat()}
     try:
         left_manifest, left = side_spec(args.manifest, cell, rule, args.threads)
@@ -131,6 +132,8 @@ def main(argv=None):
     parser.add_argument("--reference-env", required=True)
     parser.add_argument("--machine", required=True)
     parser.add_argument("--replicate", type=int, default=0)
+    parser.add_argument("--design", default="{}",
+                        help='the duets\' design as JSON: {"replicates": n, "max_replicates": m}')
     parser.add_argument("--windows", type=int, required=True)
     parser.add_argument("--window-s", type=float, required=True)
     parser.add_argument("--timeout-s", type=int, default=900)

@@ -47,10 +47,10 @@ class Worker(object):
     """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
 
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
-                 memory_mb=0):
+                 memory_mb=0, prefix=()):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
         self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
-        cmd = [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
+        cmd = list(prefix) + [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
                "--foreign-cpu-max-share", "1"]
         self.started = time.monotonic()

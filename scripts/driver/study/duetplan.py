@@ -10,8 +10,12 @@ configuration in two live workers that take turns window by window; config `duet
   env has it (TF <= 2.15); from TF 2.16, where tf.keras is Keras 3, the legacy tf_keras in graph
   mode (Keras 3 has none) and both Keras 3 and tf_keras in eager mode. The reference side is
   always the reference env's tf.keras in the same mode;
+- with `duets.aa`, an A/A row per mode: the reference env's cell against itself, the duets' own
+  false-positive and order-bias check (driver/tables/duets.py: is_aa; its own table);
 - `duets.replicates` duets each, every one with fresh workers; replicate r of every duet runs
-  before replicate r + 1 of any, in an order drawn from `order.seed` and r.
+  before replicate r + 1 of any, in an order drawn from `order.seed` and r; with
+  `duets.max_replicates` above it, the rows still undecided after them get the rest (a second
+  look, scripts/plan_duets.py; driver/stats/sequential.py keeps the size).
 
 Pure planning (no Snakemake, no framework): the study plan (driver/study/plan.py) asks it,
 and so do the tests.
@@ -52,6 +56,11 @@ def plan(specs, envs, reference_env, settings):
         return []
     ref_spec = specs[reference_env]
     out = []
+    if settings.get("aa"):
+        for mode in settings["modes"]:
+            ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
+            if tfcells.why_not(ref_spec, ref_cell) is None:
+                out.append(Duet(reference_env, ref_cell, reference_env, ref_cell))
     for env in envs:
         spec = specs[env]
         if env == reference_env or "invalid" in spec or spec["framework"] != "tensorflow":
@@ -69,19 +78,20 @@ def plan(specs, envs, reference_env, settings):
     return out
 
 
-def ordered(duets, replicates, seed):
-    """[(duet, replicate)] in run order: replicate by replicate, each drawn in its own order."""
+def ordered(duets, replicates, seed, start=0):
+    """[(duet, replicate)] in run order: replicate by replicate (from `start`), each drawn in its
+    own order."""
     out = []
-    for rep in range(replicates):
+    for rep in range(start, replicates):
         order = list(duets)
         random.Random("%s:duets:%d" % (seed, rep)).shuffle(order)
         out += [(d, rep) for d in order]
     return out
 
 
-def priorities(duets, replicates, seed):
+def priorities(duets, replicates, seed, max_replicates=None):
     """{(env, cell_id, replicate): Snakemake priority}: positive, so duets run before every cell
     (cells are below zero) and after nothing but the env builds they need; earlier in the run
-    order = higher."""
-    run = ordered(duets, replicates, seed)
+    order = higher. The second look's replicates come after the first look's."""
+    run = ordered(duets, max(replicates, max_replicates or 0), seed)
     return {(d.env, d.cell_id, rep): len(run) - i for i, (d, rep) in enumerate(run)}

@@ -36,6 +36,8 @@ MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
 # The allocation's plan of each extra round (rounds after the first `repeats`).
 PLAN_PATTERN = RESULTS + "/rounds/{machine}/round{rep}.json"
+# The duets' second look: the rows still open after the first `duets.replicates` (plan_duets.py).
+DUET_PLAN_PATTERN = RESULTS + "/duet_plans/{machine}.json"
 # The planned order of every round (driver/study/order.py), written before the round runs.
 ORDER_PATTERN = RESULTS + "/rounds/{machine}/order{rep}.json"
 

@@ -108,14 +108,21 @@ class StudyPlan:
         self.extra_rounds = (max(0, self.allocation["max_repeats"] - self.repeats)
                              if self.allocation["budget_s"] > 0 else 0)
         self.twins = self._twins()
-        self.duet_settings = config["duets"]
+        self.duet_settings = dict(config["duets"])
+        first = self.duet_settings["replicates"]
+        most = self.duet_settings.get("max_replicates") or first
+        if most < first:
+            config_error("duets.max_replicates", "must be at least duets.replicates (%d), not %d"
+                         % (first, most))
+        self.duet_settings["max_replicates"] = most
+        # a second look at the rows still open after `replicates` duets (scripts/plan_duets.py)
+        self.second_look = most > first
         # the envs the grids give cells: a preset of a few envs plans their duets only
         self.duets = [] if conda else duetplan.plan(
             self.env_specs, sorted({e for e, _ in self.cells}), self.reference_env,
             self.duet_settings)
         self.duet_by_id = {(d.env, d.cell_id): d for d in self.duets}
-        self.duet_priority = duetplan.priorities(self.duets, self.duet_settings["replicates"],
-                                                 self.seed)
+        self.duet_priority = duetplan.priorities(self.duets, first, self.seed, most)
 
     # ------------------------------------------------------------------------------ checks
 
@@ -306,15 +313,26 @@ class StudyPlan:
     # ------------------------------------------------------------------------------ duets
 
     def duet_files(self, machine):
-        """Every duet's file, replicate by replicate in the planned order."""
+        """Every duet's file of the first look, replicate by replicate in the planned order."""
         return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in
                 duetplan.ordered(self.duets, self.duet_settings["replicates"], self.seed)]
+
+    def extra_duet_files(self, machine, open_rows):
+        """The second look's files: replicates `replicates` .. `max_replicates` - 1 of each row
+        in open_rows ([[env, cell_id], ...], scripts/plan_duets.py), in the planned order."""
+        wanted = {(env, cid) for env, cid in open_rows}
+        run = duetplan.ordered(self.duets, self.duet_settings["max_replicates"], self.seed,
+                               start=self.duet_settings["replicates"])
+        return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in run
+                if (d.env, d.cell_id) in wanted]
 
     def duet_params(self, env, cell_id):
         d = self.duet_by_id[(env, cell_id)]
         return {"cell": json.dumps(d.cell, sort_keys=True),
                 "reference_cell": json.dumps(d.reference_cell, sort_keys=True),
                 "reference_env": d.reference_env,
+                "design": json.dumps({k: self.duet_settings[k]
+                                      for k in ("replicates", "max_replicates")}, sort_keys=True),
                 "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True)}
 
     # ------------------------------------------------------------------------------ probe

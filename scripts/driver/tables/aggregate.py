@@ -21,7 +21,9 @@ from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
 from driver.tables.duets import duets_table
+from driver.tables.duet_rounds import duet_rounds
 from driver.tables.duets import load as load_duets
+from driver.tables.machines_compared import machines_compared_table
 from driver.tables.ordering import env_order
 from driver.tables.pooling import apply_machine_peaks, pool_cells
 from driver.tables.processes import load_orders, processes_table
@@ -57,8 +59,12 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
                           alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
     duet_records = load_duets(duet_files)
-    tables["duets"] = duets_table(duet_records, level=level, q=q, min_effect=min_effect,
-                                  alpha_equivalence=alpha_equivalence)
+    for name, aa in (("duets", False), ("duets_aa", True)):
+        tables[name] = duets_table(duet_records, level=level, q=q, min_effect=min_effect,
+                                   alpha_equivalence=alpha_equivalence, aa=aa)
+    tables["duet_rounds"] = duet_rounds(tables["duets"], duet_records)
+    tables["machines_compared"] = machines_compared_table(
+        tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
                                 allocation.get("time_budget_s"), allocation.get("machine"),

@@ -8,7 +8,10 @@ n - 1 degrees of freedom): no shrinkage, no shared reference process between row
 
 Columns, besides the axes and both sides' envs and cells:
 - ratio: exp(mean log ratio); se_log, df, sd_log (between duets); p: the two-sided test of
-  ratio 1; p_adjusted, p_threshold: Benjamini-Hochberg at q over this table's rows;
+  ratio 1 (with two looks, driver/stats/sequential.py, the sequential p-value of the last look's
+  p_look, so that a row looked at twice is rejected at its stated size); n_look1, n_max: the
+  design (duets at look 1, at most in all); p_adjusted, p_threshold: Benjamini-Hochberg at q
+  over this table's rows;
 - ratio_ci_low/high: the interval at `ci_level` = 1 - R q / m (R of m rows called different;
   Benjamini and Yekutieli's false-coverage-rate intervals), so a row is called faster or slower
   exactly when its drawn interval excludes 1: the interval drawn is the interval tested;
@@ -34,14 +37,16 @@ import pandas as pd
 from scipy import stats as sps
 
 from driver.stats import verdicts
+from driver.stats.sequential import looks
 from tfspeed.cells import cell_id
 
 KEYS = ["machine", "env", "cell_id"]
 COLUMNS = [
     "machine", "env", "cell_id", "mode", "keras", "api", "left_env", "right_env", "left_cell_id",
     "right_cell_id", "left_keras", "right_keras", "left_framework_version",
-    "right_framework_version", "n", "n_failed", "n_flagged", "ratio", "ratio_ci_low", "ratio_ci_high",
-    "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_adjusted", "p_threshold",
+    "right_framework_version", "n", "n_look1", "n_max", "n_failed", "n_flagged", "ratio",
+    "ratio_ci_low", "ratio_ci_high",
+    "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_look", "p_adjusted", "p_threshold",
     "p_equivalent", "tost_ci_low", "tost_ci_high", "tost_level",
     "bound_pct", "verdict", "simultaneous_low", "simultaneous_high", "left_median_s",
     "right_median_s", "window_sd", "wall_s", "reason",
@@ -86,6 +91,11 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
            "left_framework_version": first.get("left_framework_version"),
            "right_framework_version": first.get("right_framework_version"),
            "n": n, "n_failed": len(recs) - n,
+           # the design of the row's duets (files before sequential duets: one look of n)
+           "n_look1": max(int((r.get("design") or {}).get("replicates", len(recs)))
+                          for r in recs),
+           "n_max": max(int((r.get("design") or {}).get("max_replicates", len(recs)))
+                        for r in recs),
            # ok duets during whose timed windows other processes used more CPU than
            # foreign_cpu_max_share (beyond the meter's resolution): kept, and counted here;
            # NaN where no duet of the row was metered (files made before the meter)
@@ -121,12 +131,30 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
     return row
 
 
+def _design(row) -> object:
+    """The row's two-look maps (driver/stats/sequential.py); one look where the design has one."""
+    n1, n2 = int(row["n_look1"]), int(row["n_max"])
+    return looks(max(n1, 2), max(n2, n1, 2))
+
+
+def sequential_p(df: pd.DataFrame) -> pd.DataFrame:
+    """p_look (the last look's t-test) -> p, the sequential p-value of the row's design; the
+    equivalence test's p the same way (one-sided map)."""
+    out = df.copy()
+    out["p_look"] = out["p"]
+    designs = [_design(r) for _, r in out.iterrows()]
+    out["p"] = [float(d.two_sided(p)) for d, p in zip(designs, out["p_look"])]
+    out["p_equivalent"] = [float(d.one_sided(p)) for d, p in zip(designs, out["p_equivalent"])]
+    return out
+
+
 def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
            alpha_eq: float) -> pd.DataFrame:
     """BH over the family's difference tests, each row's equivalence test at its own size, the
     intervals at the levels that make each drawn interval the tested one, verdicts, simultaneous
-    bounds."""
-    out = df.copy()
+    bounds. With two looks, every level becomes the nominal level of one look (sequential.py)."""
+    out = sequential_p(df)
+    designs = [_design(r) for _, r in out.iterrows()]
     p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
     a_diff, _ = verdicts.fcr_alpha(p_adj, q)  # the drawn interval is the tested one
     a_eq = alpha_eq  # each row's equivalence test at its own size, as in bioequivalence
@@ -134,8 +162,10 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     out["p_threshold"] = verdicts.bh_threshold(out["p"].to_numpy(float), q)
     out["ci_level"] = 1 - a_diff
     out["tost_level"] = 1 - 2 * a_eq
-    crit = [float(sps.t.ppf(1 - a_diff / 2, d)) if d == d else math.nan for d in out["df"]]
-    crit_eq = [float(sps.t.ppf(1 - a_eq, d)) if d == d else math.nan for d in out["df"]]
+    crit = [float(sps.t.ppf(1 - float(g.nominal_two_sided(a_diff)) / 2, d)) if d == d
+            else math.nan for g, d in zip(designs, out["df"])]
+    crit_eq = [float(sps.t.ppf(1 - float(g.nominal_one_sided(a_eq)), d)) if d == d
+               else math.nan for g, d in zip(designs, out["df"])]
     mean, se = out["log_ratio"].to_numpy(float), out["se_log"].to_numpy(float)
     half, half_eq = np.array(crit) * se, np.array(crit_eq) * se
     out["ratio_ci_low"], out["ratio_ci_high"] = np.exp(mean - half), np.exp(mean + half)
@@ -162,17 +192,29 @@ def simultaneous(df: pd.DataFrame, level: float) -> pd.DataFrame:
             continue
         each = level ** (1.0 / k)
         for i, row in have.iterrows():
-            crit = float(sps.t.ppf(each, row["df"]))
+            nominal = float(_design(row).nominal_one_sided(1 - each))
+            crit = float(sps.t.ppf(1 - nominal, row["df"]))
             out.at[i, "simultaneous_low"] = math.exp(row["log_ratio"] - crit * row["se_log"])
             out.at[i, "simultaneous_high"] = math.exp(row["log_ratio"] + crit * row["se_log"])
     return out
 
 
+def is_aa(rec: dict) -> bool:
+    """An A/A duet: the reference env's cell against itself (duetplan.py), the duets' own
+    false-positive and order-bias check; never a row of the headline."""
+    return rec["env"] == rec["reference_env"] and cell_id(rec["cell"]) == cell_id(
+        rec["reference_cell"])
+
+
 def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
-                min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> pd.DataFrame:
-    """One row per duet configuration (machine, env, cell)."""
+                min_effect: float = 0.10, alpha_equivalence: float = 0.05,
+                aa: bool = False) -> pd.DataFrame:
+    """One row per duet configuration (machine, env, cell): the headline's rows, or with aa=True
+    the A/A rows (their own family: their verdicts are the duets' false positives)."""
     groups: dict[tuple, list[dict]] = {}
     for rec in records:
+        if is_aa(rec) != aa:
+            continue
         groups.setdefault((rec["machine"], rec["env"], cell_id(rec["cell"])), []).append(rec)
     if not groups:
         return pd.DataFrame(columns=COLUMNS)
@@ -180,3 +222,19 @@ def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
             for g in groups.values()]
     df = adjust(pd.DataFrame(rows), level, q, min_effect, alpha_equivalence)
     return df[COLUMNS]
+
+
+def open_rows(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
+              min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> list[list[str]]:
+    """[[env, cell_id], ...] of the rows (headline and A/A, each in its own family) whose verdict
+    is still undecided: the duets' second look (scripts/plan_duets.py)."""
+    records = list(records)
+    out = []
+    for aa in (False, True):
+        table = duets_table(records, level=level, q=q, min_effect=min_effect,
+                            alpha_equivalence=alpha_equivalence, aa=aa)
+        for _, row in table.iterrows():
+            if verdicts.norm_code(row["verdict"]) == "undecided":
+                out.append([row["env"], row["cell_id"]])
+    return sorted(out)
+

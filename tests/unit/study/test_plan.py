@@ -19,15 +19,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 # study file -> (run_cell, run_duet, build_env) as `snakemake -n --quiet rules` lists them
 DRY_RUN = {
-    None: (477, 200, 27),
-    "tests/quick.yaml": (71, 6, 4),
-    "presets/cnn_inference.yaml": (63, 28, 5),
+    None: (477, 208, 27),
+    "tests/quick.yaml": (71, 10, 4),
+    "presets/cnn_inference.yaml": (63, 36, 5),
     "presets/fidelity_check.yaml": (18, 0, 3),
-    "presets/headline.yaml": (112, 200, 26),
+    "presets/headline.yaml": (112, 208, 26),
     "presets/own_model.yaml": (126, 0, 6),
-    "presets/seed_full.yaml": (960, 32, 5),
-    "presets/seed_large.yaml": (96, 20, 3),
-    "presets/seed_systems.yaml": (621, 200, 27),
+    "presets/seed_full.yaml": (960, 40, 5),
+    "presets/seed_large.yaml": (96, 28, 3),
+    "presets/seed_systems.yaml": (621, 208, 27),
 }
 
 
@@ -88,7 +88,7 @@ def test_quick_study_is_its_grid_once():
     plan = StudyPlan(cfg, REPO)
     assert cfg["repeats"] == 1 and plan.twins == [] and plan.extra_rounds == 0
     assert len(plan.cells) == 71
-    assert len(plan.duets) * cfg["duets"]["replicates"] == 6
+    assert len(plan.duets) * cfg["duets"]["replicates"] == 10  # 3 rows and 2 A/A rows
     assert {e for e, _ in plan.cells} == set(cfg["envs"])
 
 
@@ -257,7 +257,20 @@ def test_duets_in_their_planned_order():
     cfg = config("tests/quick.yaml")
     plan = StudyPlan(cfg, REPO)
     files = plan.duet_files("m")
-    assert len(files) == len(plan.duets) * cfg["duets"]["replicates"] == len(plan.duet_priority)
+    assert len(files) == len(plan.duets) * cfg["duets"]["replicates"]
+    # priorities for both looks; the second look's files only for the rows still open
+    assert len(plan.duet_priority) == len(plan.duets) * cfg["duets"]["max_replicates"]
+    d = plan.duets[-1]
+    extra = plan.extra_duet_files("m", [[d.env, d.cell_id]])
+    first, most = cfg["duets"]["replicates"], cfg["duets"]["max_replicates"]
+    assert extra == [layout.duet_path("m", d.env, d.cell_id, r) for r in range(first, most)]
+    assert min(plan.duet_priority[(d.env, d.cell_id, r)] for r in range(first)) > max(
+        plan.duet_priority[(x.env, x.cell_id, r)] for x in plan.duets for r in range(first, most))
+    assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
+        "replicates": first, "max_replicates": most}
+    bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))
+    with pytest.raises(ConfigError, match="duets.max_replicates"):
+        StudyPlan(bad, REPO)
     d = plan.duets[0]
     params = plan.duet_params(d.env, d.cell_id)
     assert params["reference_env"] == cfg["reference_env"]
