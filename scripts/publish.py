@@ -19,6 +19,12 @@ What a run folder holds (scripts/republish.py reads it):
                       fingerprint and facts; the config its analysis used (the workbook's `about`
                       sheet, else --config); the archive's size and sha256
 
+Paths: every JSON and CSV member and run.json are written with the paths under the publishing
+checkout, the results folder's checkout (and --relative-to ones) relative to it, and the home
+directory as `~` (driver/study/publishing.py: Roots); versions, hashes and figures are kept.
+--rewrite-paths does the same to a run published before. --show names the run a machine key's
+derived files show (docs/data/<key>/shown.json).
+
 Every machine key found under results/cells/ is published as its own run (twin keys go with their
 machine); --machine picks some. Publishing the same results again changes nothing; a run that
 grew (more rounds, retried cells: its earlier files are all still there) replaces its folder; any
@@ -49,40 +55,34 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-from driver.study import layout  # noqa: E402
+import republish  # noqa: E402  (one way: republish never imports publish)
 
-REPO = Path(__file__).resolve().parent.parent
-ARCHIVE = "processes.tar.xz"
-RUN_JSON = "run.json"
+from driver.study import layout, publishing  # noqa: E402
+from driver.study.publishing import (  # noqa: E402
+    ARCHIVE,
+    REPO,
+    RUN_JSON,
+    machine_keys,
+    run_config,
+)
+
 # Where a cell file may name the commit that timed it (first found wins, per file).
 COMMIT_KEYS = (("provenance", "code", "commit"), ("provenance", "workflow", "commit"),
                ("provenance", "commit"), ("code", "commit"), ("commit",))
 
 
-class PublishError(Exception):
+class PublishError(publishing.PublishingError):
     pass
 
 
 def run_min_effect(workbook, config_path=None) -> float:
     """The run's own `min_effect` (the equivalence band its verdicts used): from the config the
-    workbook's `about` sheet carries (rows under "config (YAML)"), else from `config_path`, else
-    the schema's default (the one place defaults live)."""
-    import zipfile
-
-    import openpyxl
+    workbook's `about` sheet carries, else from `config_path`, else the schema's default (the one
+    place defaults live)."""
     import yaml
-    from openpyxl.utils.exceptions import InvalidFileException
 
-    try:
-        sheet = openpyxl.load_workbook(workbook, read_only=True)["about"]
-        rows = [row[:2] for row in sheet.iter_rows(values_only=True)]
-        start = [i for i, row in enumerate(rows) if row[0] == "config (YAML)"]
-        text = "\n".join(str(row[1]) for row in rows[start[0] + 1:] if row[1]) if start else ""
-        found = (yaml.safe_load(text) or {}) if text else {}
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, InvalidFileException,
-            yaml.YAMLError):
-        found = {}  # no readable workbook: the config file or the schema says
-    if not isinstance(found, dict) or "min_effect" not in found:
+    found = publishing.workbook_config(workbook)
+    if "min_effect" not in found:
         try:
             with open(config_path or "", encoding="utf-8") as handle:
                 found = yaml.safe_load(handle) or {}
@@ -90,21 +90,12 @@ def run_min_effect(workbook, config_path=None) -> float:
             found = {}
     if "min_effect" in found:
         return float(found["min_effect"])
-    repo = Path(__file__).resolve().parent.parent
-    with open(repo / "schemas" / "config.schema.yaml", encoding="utf-8") as handle:
+    with open(REPO / "schemas" / "config.schema.yaml", encoding="utf-8") as handle:
         return float(yaml.safe_load(handle)["properties"]["min_effect"]["default"])
 
 
 # ---------------------------------------------------------------------------------------------
 # Publishing a run's measurements
-
-def machine_keys(results) -> list[str]:
-    """The machine keys (twin keys folded into their machine) with cell files under results."""
-    cells = Path(results) / "cells"
-    keys = {layout.base_machine(p.name) for p in cells.iterdir()
-            if p.is_dir() and any(p.glob("*/*.r[0-9]*.json"))} if cells.is_dir() else set()
-    return sorted(keys)
-
 
 def run_files(results, key) -> list[str]:
     """The files of one machine key's run, relative to results/, sorted."""
@@ -208,56 +199,22 @@ def run_facts(records: list[dict], duets: list[dict] = ()) -> dict:
     }
 
 
-def _laid_over(base: dict, top: dict) -> dict:
-    """`top` laid over `base` as the workflow does: mappings merge key by key, the rest
-    replaces."""
-    out = dict(base)
-    for key, value in top.items():
-        out[key] = _laid_over(out[key], value) if isinstance(value, dict) and \
-            isinstance(out.get(key), dict) else value
-    return out
-
-
-def run_config(results, config_path=None) -> dict:
-    """The config the run's analysis used: the workbook's `about` sheet (what the workflow
-    passed to aggregation), else the config file given laid over the repository's config.yaml
-    (as the workflow lays a --configfile over it)."""
-    import yaml
-
-    try:
-        import openpyxl
-
-        sheet = openpyxl.load_workbook(Path(results) / "study.xlsx", read_only=True)["about"]
-        rows = [row[:2] for row in sheet.iter_rows(values_only=True)]
-        start = [i for i, row in enumerate(rows) if row[0] == "config (YAML)"]
-        if start:
-            found = yaml.safe_load("\n".join(str(row[1]) for row in rows[start[0] + 1:]
-                                             if row[1])) or {}
-            if isinstance(found, dict) and found:
-                return found
-    except Exception:  # noqa: BLE001 - no readable workbook: the config files say
-        pass
-    with open(REPO / "config.yaml", encoding="utf-8") as handle:
-        config = yaml.safe_load(handle) or {}
-    if config_path and Path(config_path).is_file() and \
-            Path(config_path).resolve() != (REPO / "config.yaml").resolve():
-        with open(config_path, encoding="utf-8") as handle:
-            top = yaml.safe_load(handle) or {}
-        config = _laid_over(config, top if isinstance(top, dict) else {})
-    return config
-
-
-def write_archive(results, names, out) -> None:
-    """processes.tar.xz of `names` (relative to results): same files, same bytes."""
+def write_archive(results, names, out, roots: publishing.Roots | None = None) -> None:
+    """processes.tar.xz of `names` (relative to results), each JSON/CSV member's paths made
+    relative by `roots`: same files, same bytes."""
     results = Path(results)
     with tarfile.open(out, "w:xz", format=tarfile.PAX_FORMAT) as tar:
         for name in names:
             data = (results / name).read_bytes()
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(data), 0, 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(data))
+            _add(tar, name, roots.member(name, data) if roots else data)
+
+
+def _add(tar, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    tar.addfile(info, io.BytesIO(data))
 
 
 def _members(archive) -> set[str]:
@@ -265,30 +222,30 @@ def _members(archive) -> set[str]:
         return set(tar.getnames())
 
 
-def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
-    """Publish one machine key's run into docs/data/<key>/<run id>/; returns its run.json with
-    `path` and `action` (new, unchanged, replaced)."""
-    import republish
+def _read_all(results, names, kind) -> list[dict]:
+    out = []
+    for name in names:
+        try:
+            with open(Path(results) / name, encoding="utf-8") as handle:
+                out.append(json.load(handle))
+        except (OSError, ValueError) as exc:
+            raise PublishError("%s: not a %s file (%s)" % (Path(results) / name, kind,
+                                                          exc)) from exc
+    return out
 
+
+def publish_run(results, docs, key, commit=None, config_path=None, roots=None) -> dict:
+    """Publish one machine key's run into docs/data/<key>/<run id>/, its paths made relative
+    (`roots`, default publishing.publisher_roots); returns its run.json with `path` and `action`
+    (new, unchanged, replaced)."""
     results, docs = Path(results), Path(docs)
+    roots = roots or publishing.publisher_roots(results)
     names = run_files(results, key)
     cell_names = [n for n in names if n.startswith("cells/")]
     if not cell_names:
         raise PublishError("no cell files of machine %s under %s/cells" % (key, results))
-    records = []
-    for name in cell_names:
-        try:
-            with open(results / name, encoding="utf-8") as handle:
-                records.append(json.load(handle))
-        except (OSError, ValueError) as exc:
-            raise PublishError("%s: not a cell file (%s)" % (results / name, exc)) from exc
-    duets = []
-    for name in (n for n in names if n.startswith("duets/")):
-        try:
-            with open(results / name, encoding="utf-8") as handle:
-                duets.append(json.load(handle))
-        except (OSError, ValueError) as exc:
-            raise PublishError("%s: not a duet file (%s)" % (results / name, exc)) from exc
+    records = _read_all(results, cell_names, "cell")
+    duets = _read_all(results, [n for n in names if n.startswith("duets/")], "duet")
     facts = run_facts(records, duets)
     probe = results / "machines" / key / "probe.json"  # the key's first probe (driver/study/probe.py)
     if not facts["fingerprint"] and probe.is_file():
@@ -302,8 +259,8 @@ def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
     machine_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=str(machine_dir)))
     try:
-        write_archive(results, names, stage / ARCHIVE)
-        digest = republish.sha256(stage / ARCHIVE)
+        write_archive(results, names, stage / ARCHIVE, roots)
+        digest = publishing.sha256(stage / ARCHIVE)
         action, suffix = "new", 1
         while True:
             rid = run_id if suffix == 1 else "%s-%d" % (run_id, suffix)
@@ -311,20 +268,19 @@ def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
             if not target.exists():
                 break
             old = target / ARCHIVE
-            if old.is_file() and republish.sha256(old) == digest:
+            if old.is_file() and publishing.sha256(old) == digest:
                 action = "unchanged"
                 break
             if old.is_file() and _members(old) <= set(names):
                 action = "replaced"  # the same run, grown: more rounds or retried cells
                 break
             suffix += 1
-        run = {"machine": key, "run_id": rid, "commit": sha, "commit_source": source, **facts,
-               "config": run_config(results, config_path),
-               "archive": {"name": ARCHIVE, "bytes": (stage / ARCHIVE).stat().st_size,
-                           "sha256": digest, "files": len(names)}}
+        run = roots.value({"machine": key, "run_id": rid, "commit": sha, "commit_source": source,
+                           **facts, "config": run_config(results, config_path)})
+        run["archive"] = {"name": ARCHIVE, "bytes": (stage / ARCHIVE).stat().st_size,
+                          "sha256": digest, "files": len(names)}
         if action != "unchanged":
-            (stage / RUN_JSON).write_text(json.dumps(run, indent=1, sort_keys=True, default=str)
-                                          + "\n", encoding="utf-8")
+            _write_run_json(stage / RUN_JSON, run)
             if target.exists():
                 shutil.rmtree(target)
             os.replace(stage, target)
@@ -333,12 +289,46 @@ def publish_run(results, docs, key, commit=None, config_path=None) -> dict:
     return dict(run, path=str(target), action=action)
 
 
+def _write_run_json(path, run: dict) -> None:
+    Path(path).write_text(json.dumps(run, indent=1, sort_keys=True, default=str) + "\n",
+                          encoding="utf-8")
+
+
+def relative_paths(folder, roots: publishing.Roots) -> bool:
+    """Rewrite a published run folder's archive and run.json with their paths made relative
+    (`roots`), the archive's sha256 and size in run.json recomputed; members, their order and
+    every other byte kept. Returns whether anything changed."""
+    folder = Path(folder)
+    run = json.loads((folder / RUN_JSON).read_text(encoding="utf-8"))
+    new_run = roots.value(run)
+    stage = folder / (".%s.tmp" % ARCHIVE)
+    changed = False
+    try:
+        with tarfile.open(folder / ARCHIVE, "r:xz") as src, \
+                tarfile.open(stage, "w:xz", format=tarfile.PAX_FORMAT) as dst:
+            for member in src.getmembers():
+                with src.extractfile(member) as handle:
+                    data = handle.read()
+                new = roots.member(member.name, data)
+                changed |= new != data
+                _add(dst, member.name, new)
+        if changed:
+            new_run["archive"] = dict(new_run.get("archive") or {}, sha256=publishing.sha256(stage),
+                                      bytes=stage.stat().st_size)
+            os.replace(stage, folder / ARCHIVE)
+    finally:
+        stage.unlink(missing_ok=True)
+    if changed or new_run != run:
+        _write_run_json(folder / (".%s.tmp" % RUN_JSON), new_run)
+        os.replace(folder / (".%s.tmp" % RUN_JSON), folder / RUN_JSON)
+        return True
+    return False
+
+
 def publish(results, docs, machines=None, commit=None, config_path=None,
-            regenerate=True) -> list[dict]:
+            regenerate=True, roots=None) -> list[dict]:
     """Publish every machine key's run found under results/cells (or those in `machines`), then
     regenerate docs/'s derived files from all of docs/data (scripts/republish.py)."""
-    import republish
-
     results, docs = Path(results), Path(docs)
     keys = machine_keys(results)
     if not keys:
@@ -350,11 +340,25 @@ def publish(results, docs, machines=None, commit=None, config_path=None,
             raise PublishError("no cell files of %s under %s/cells (there: %s)" % (
                 ", ".join(missing), results, ", ".join(keys)))
         keys = [k for k in keys if k in set(machines)]
-    runs = [publish_run(results, docs, key, commit=commit, config_path=config_path)
+    runs = [publish_run(results, docs, key, commit=commit, config_path=config_path, roots=roots)
             for key in keys]
     if regenerate:
-        republish.republish(docs, code_commit=republish.git_commit())
+        republish.republish(docs, code_commit=publishing.git_commit())
     return runs
+
+
+def show(docs, spec: str, why: str = "") -> dict:
+    """--show <key>/<run id> (or <run id> when one key has it): the run the key's derived files
+    show (docs/data/<key>/shown.json)."""
+    data = Path(docs) / "data"
+    key, _, run_id = spec.rpartition("/")
+    if not key:
+        keys = sorted(p.parent.parent.name for p in data.glob("*/%s/%s" % (run_id, RUN_JSON)))
+        if len(keys) != 1:
+            raise PublishError("--show %s: %s (name it as <machine key>/<run id>)" % (
+                spec, "published under %s" % ", ".join(keys) if keys else "no such run"))
+        key = keys[0]
+    return publishing.write_shown(data / key, run_id, why)
 
 
 def main(argv=None):
@@ -369,13 +373,38 @@ def main(argv=None):
                                          "holds the results folder)")
     parser.add_argument("--config", default="config.yaml",
                         help="the run's config, when the workbook does not record it")
+    parser.add_argument("--relative-to", action="append", default=[], metavar="DIR",
+                        help="another checkout whose paths are published relative to it "
+                             "(repeatable; the publishing checkout, the results folder's and "
+                             "the home directory always are)")
+    parser.add_argument("--show", metavar="[KEY/]RUN",
+                        help="instead of publishing: the run its machine key's derived files "
+                             "show (docs/data/<key>/shown.json), then regenerate")
+    parser.add_argument("--why", default="", help="with --show: why (recorded in shown.json)")
+    parser.add_argument("--rewrite-paths", action="append", default=[], metavar="RUN_DIR",
+                        help="instead of publishing: make a published run folder's paths "
+                             "relative (with --relative-to for the checkout that ran it), "
+                             "its sha256 recomputed")
     parser.add_argument("--no-regenerate", action="store_true",
                         help="only copy the measurements; `make republish` regenerates later")
     args = parser.parse_args(argv)
+    roots = publishing.Roots([REPO, *args.relative_to], os.path.expanduser("~"))
     try:
-        runs = publish(args.results, args.docs, machines=args.machine, commit=args.commit,
-                       config_path=args.config, regenerate=not args.no_regenerate)
-    except PublishError as exc:
+        if args.show or args.rewrite_paths:
+            for folder in args.rewrite_paths:
+                print("%s: %s" % ("paths made relative" if relative_paths(folder, roots)
+                                  else "no absolute path of the checkouts or home", folder))
+            if args.show:
+                shown = show(args.docs, args.show, args.why)
+                print("shown: %s (%s)" % (shown["run"], shown["why"]))
+            runs = []
+        else:
+            runs = publish(args.results, args.docs, machines=args.machine, commit=args.commit,
+                           config_path=args.config, regenerate=False,
+                           roots=publishing.publisher_roots(args.results, args.relative_to))
+        if not args.no_regenerate:
+            republish.republish(args.docs, code_commit=publishing.git_commit())
+    except publishing.PublishingError as exc:
         print("publish: %s" % exc, file=sys.stderr)
         return 1
     for run in runs:

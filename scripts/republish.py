@@ -12,10 +12,12 @@ docs/data/<machine key>/<run id>/ holds one published run (scripts/publish.py wr
 From them, with the same functions the workflow's rules call (driver/tables/aggregate.py for
 rule tabulate_cells, driver/report/render.py for rule render_report), this writes to docs/:
 index.html, study.xlsx, tables/*.csv and tables/facts.json, RESULTS.md and PROVENANCE.md. Per
-machine key the newest run is used (two runs of one key would both hold e.g. repeat 0 of a cell);
-the older ones stay in docs/data and PROVENANCE.md lists them. The analysis settings (reference
-env, level, equivalence band, ...) are the newest run's; the machine the report is written for
-is that run's key (as on the machine that ran the workflow with the other keys' folders copied).
+machine key one run is used (two runs of one key would both hold e.g. repeat 0 of a cell): the
+one docs/data/<key>/shown.json names, else the fullest study (most grids), newest among equals
+(driver/study/publishing.py); the others stay in docs/data and PROVENANCE.md lists them. The
+analysis settings (reference env, level, equivalence band, ...) are the newest shown run's; the
+machine the report is written for is that run's key (as on the machine that ran the workflow
+with the other keys' folders copied).
 
 Deterministic: the same data and the same code give byte-identical files. Every date comes from
 run.json (the newest run's last process end stands for "now"), matplotlib's SVG ids are salted
@@ -43,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -52,16 +53,17 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from driver.report.provenance_page import (  # noqa: E402
-    REGENERATED_LINE,
-    provenance_note,
+from driver.report.provenance_page import REGENERATED_LINE, provenance_note  # noqa: E402
+from driver.report.results_page import results_page  # noqa: E402
+from driver.study import publishing  # noqa: E402
+from driver.study.publishing import (  # noqa: E402
+    ARCHIVE,
+    REPO,
+    RUN_JSON,
+    git_commit,
     sha256,
 )
-from driver.report.results_page import results_page  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-ARCHIVE = "processes.tar.xz"
-RUN_JSON = "run.json"
 # The derived files under docs/ (tables/ is a folder of them): all of it is regenerated, and
 # nothing else under docs/ is touched.
 DERIVED = ("index.html", "study.xlsx", "RESULTS.md", "PROVENANCE.md")
@@ -70,7 +72,7 @@ TABLES = "tables"
 MEMBER_FOLDERS = ("cells", "rounds", "machines", "duets")
 
 
-class RepublishError(Exception):
+class RepublishError(publishing.PublishingError):
     pass
 
 
@@ -101,15 +103,17 @@ def find_runs(data) -> list[dict]:
     return sorted(runs, key=lambda r: (r["machine"], str(r.get("started_utc")), r["run_id"]))
 
 
-def newest_per_machine(runs: list[dict]) -> list[dict]:
-    """The run each machine key's derived results come from: its newest (by last process end,
-    then run id)."""
-    best: dict = {}
-    for run in runs:
-        key = (str(run.get("ended_utc")), run["run_id"])
-        if run["machine"] not in best or key > best[run["machine"]][0]:
-            best[run["machine"]] = (key, run)
-    return [best[k][1] for k in sorted(best)]
+def shown_per_machine(runs: list[dict]) -> list[dict]:
+    """The run each machine key's derived files come from (publishing.shown_per_machine: the one
+    docs/data/<key>/shown.json names, else the fullest study, newest among equals), each with
+    `shown_why`."""
+    try:
+        return publishing.shown_per_machine(runs)
+    except publishing.PublishingError as exc:
+        raise RepublishError(str(exc)) from exc
+
+
+newest_per_machine = shown_per_machine  # the name callers used before shown.json
 
 
 def unpack(run: dict, results: Path) -> list[str]:
@@ -140,6 +144,21 @@ def unpack(run: dict, results: Path) -> list[str]:
                 shutil.copyfileobj(src, dst)
             names.append(name)
     return names
+
+
+def env_builds(runs: list[dict]) -> dict:
+    """{(key, run id): publishing.env_builds} from each run's cell files (read in its archive)."""
+    out = {}
+    for run in runs:
+        records = []
+        with tarfile.open(Path(run["path"]) / ARCHIVE, "r:xz") as tar:
+            for member in tar.getmembers():
+                if member.isfile() and member.name.startswith("cells/") and \
+                        member.name.endswith(".json"):
+                    with tar.extractfile(member) as handle:
+                        records.append(json.load(handle))
+        out[(run["machine"], run["run_id"])] = publishing.env_builds(run, records)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +277,7 @@ def regenerate(docs, out, code_commit=None) -> dict:
 
     docs, out = Path(docs), Path(out)
     runs = find_runs(docs / "data")
-    used = newest_per_machine(runs)
+    used = shown_per_machine(runs)
     out.mkdir(parents=True, exist_ok=True)
     written: dict = {}
     if not used:
@@ -294,7 +313,8 @@ def regenerate(docs, out, code_commit=None) -> dict:
     page = results_page(out / TABLES, float(config["min_effect"]), runs=used)
     (out / "RESULTS.md").write_text(page, encoding="utf-8")
     written["RESULTS.md"] = out / "RESULTS.md"
-    (out / "PROVENANCE.md").write_text(provenance_note(runs, used, dict(written), code_commit),
+    (out / "PROVENANCE.md").write_text(provenance_note(runs, used, dict(written), code_commit,
+                                                       builds=env_builds(runs)),
                                        encoding="utf-8")
     written["PROVENANCE.md"] = out / "PROVENANCE.md"
     return written
@@ -339,20 +359,6 @@ def check(docs) -> list[str]:
         return differences(docs, fresh)
 
 
-def git_commit(repo=REPO) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=20)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
-
-
 def republish(docs, code_commit=None) -> dict:
     """Regenerate docs/'s derived files in place: staged in a folder inside docs/, then moved
     file by file (os.replace); derived files that regeneration no longer writes are removed."""
@@ -378,14 +384,12 @@ def republish(docs, code_commit=None) -> dict:
 
 def retabulate(results) -> int:
     """--retabulate: one results folder's tables and report by the current code, with the config
-    its analysis used (publish.run_config: the workbook's, else config.yaml)."""
-    import publish
-
-    keys = publish.machine_keys(results)  # twin keys folded into their machine
+    its analysis used (publishing.run_config: the workbook's, else config.yaml)."""
+    keys = publishing.machine_keys(results)  # twin keys folded into their machine
     if len(keys) != 1:
         raise RepublishError("%s holds cells of %s machine keys (%s): retabulate takes one"
                              % (results, len(keys), ", ".join(keys) or "no"))
-    tabulate_results(results, publish.run_config(results), keys[0])
+    tabulate_results(results, publishing.run_config(results), keys[0])
     print("retabulated %s with the current code (machine %s)" % (results, keys[0]))
     return 0
 

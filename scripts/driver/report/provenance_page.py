@@ -1,21 +1,14 @@
 """docs/PROVENANCE.md, the published results' provenance page: per published run its machine key
-and fingerprint, the commit that timed it, its dates and wall time; which runs the derived files
-come from; their checksums; and the commit that regenerated them. scripts/republish.py writes it."""
-import hashlib
-
+and fingerprint, the commit that timed it, its dates and wall time (and whether that wall time
+includes env builds: a run from a fresh clone builds its envs between its processes); which run
+of each key the derived files show, and why; their checksums; and the commit that regenerated
+them. scripts/republish.py writes it."""
 from driver.report.fmt import wall_text
+from driver.study.publishing import SHOWN, sha256
 
 # The one line of PROVENANCE.md that the published-files check ignores (it names the commit that
 # regenerated the files, which changes with every commit).
 REGENERATED_LINE = "- regenerated at commit: "
-
-
-def sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def machine_text(facts: dict) -> str:
@@ -27,10 +20,31 @@ def machine_text(facts: dict) -> str:
                                 "GPU " + ", ".join(names) if names else "no GPU")
 
 
-def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit=None) -> str:
+def builds_text(builds: dict | None) -> str:
+    """What a run's wall time holds of env builds, from publishing.env_builds."""
+    if not builds or not builds.get("envs"):
+        return "env builds not recorded"
+    if not builds["built"]:
+        return "every env (%d) built before it: no env build in its wall time" % builds["envs"]
+    text = "built %d of its %d envs itself (a fresh clone or new envs)" % (builds["built"],
+                                                                           builds["envs"])
+    if builds["inside"]:
+        text += "; %d of them after its first process, so its wall time includes those " \
+                "builds (their install and bytecode steps: %.0f s)" % (builds["inside"],
+                                                                       builds["inside_s"])
+    else:
+        text += ", all before its first process: not in its wall time"
+    return text
+
+
+def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit=None,
+                    builds: dict | None = None) -> str:
     """PROVENANCE.md: per published run its machine key and fingerprint, the commit that timed
-    it, its dates and wall time; which runs the derived files come from; the derived files'
-    checksums; and, on the one line the check ignores, the commit that regenerated them."""
+    it, its dates and wall time, and the env builds that wall time holds (`builds`: {(key, run
+    id): publishing.env_builds}); which run of each key the derived files show, and why; the
+    derived files' checksums; and, on the one line the check ignores, the commit that
+    regenerated them."""
+    builds = builds or {}
     used_ids = {(r["machine"], r["run_id"]) for r in used}
     lines = [
         "# Published tfspeed results: provenance",
@@ -64,11 +78,25 @@ def provenance_note(runs: list[dict], used: list[dict], files: dict, code_commit
                              run.get("started_utc"), run.get("ended_utc"),
                              wall_text(run.get("wall_s")), run.get("processes"), run.get("ok"),
                              "yes" if (run["machine"], run["run_id"]) in used_ids else
-                             "no (an older run of this key)"))
-        primary = used[-1] if used else None
+                             "no (another run of this key is shown)"))
+        lines += ["", "Wall time is from a run's first process to its last process's end "
+                  "(`run.json`). Env builds in it:", ""]
+        for run in runs:
+            lines.append("- %s/%s: %s." % (run["machine"], run["run_id"], builds_text(
+                builds.get((run["machine"], run["run_id"])))))
+        lines += ["", "Which run of a machine key the derived files show (one per key: two runs "
+                  "of a key both hold, say, repeat 0 of a cell): the one `data/<key>/%s` names, "
+                  "else the fullest study (most grids), newest among equals "
+                  "([publishing](publishing.md)):" % SHOWN, ""]
+        for run in used:
+            lines.append("- %s: %s (%s)." % (run["machine"], run["run_id"],
+                                             run.get("shown_why") or "the newest"))
+        primary = max(used, key=lambda r: (str(r.get("ended_utc")), r["run_id"])) if used \
+            else None
         if primary:
             lines += ["", "The analysis settings (reference env, level, equivalence band, FDR) are "
-                      "those of the newest run, %s/%s." % (primary["machine"], primary["run_id"])]
+                      "those of the newest shown run, %s/%s." % (primary["machine"],
+                                                                 primary["run_id"])]
     lines += ["", "## Derived files", ""]
     if files:
         lines += ["| file | bytes | sha256 |", "| --- | ---: | --- |"]

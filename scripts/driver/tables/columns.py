@@ -63,6 +63,12 @@ COLUMNS = {c.name: c for c in [
         ("process_origin", "fresh (a new interpreter of the env) or fork."),
         ("same_function", "A user's model only: match, mismatch or error: the seeded weights' "
          "outputs against the NumPy pass (tfspeed/samefunction.py); empty: not checked."),
+        ("reference_env", "The TF 1 env the duets' ratio is taken against."),
+        ("machine_effect", "machines_compared: differs (the interaction's interval at "
+         "interaction_ci_level excludes 1), same (its equivalence test puts it inside "
+         "1 +- min_effect) or undecided."),
+        ("agreement", "machines_compared: same (one verdict on both machines), opposite "
+         "(slower on one, faster on the other), differ (any other mix), one machine."),
     ]),
     *_cols("bool", "", None, [
         ("significant", "left_faster or right_faster."),
@@ -95,11 +101,22 @@ COLUMNS = {c.name: c for c in [
         ("ratio_ci_high", "Its upper end."),
         ("ratio_to_fastest", "The configuration's median / the fastest one's."),
         ("drift_ratio", "Last- over first-quarter median of the samples."),
+        ("interaction", "machines_compared: the left machine's ratio / the right machine's "
+         "(exp of the difference of their mean log ratios); 1: the machine does not change the "
+         "ratio."),
+        ("interaction_ci_low", "Its interval at interaction_ci_level, lower end: the tested "
+         "interval (Welch t, BH over the table, Benjamini-Yekutieli FCR level)."),
+        ("interaction_ci_high", "Its upper end."),
     ]),
     *_cols("number", "", P, [
         ("p", "The comparison's p-value."), ("p_adjusted", "Benjamini-Hochberg adjusted p."),
         ("drift_p", "The drift test's p-value."),
         ("between_sd", "The spread of the processes' log medians."),
+        ("interaction_p", "The interaction's p-value (Welch t on the two machines' log "
+         "ratios: scipy.stats.ttest_ind(equal_var=False))."),
+        ("interaction_p_adjusted", "Benjamini-Hochberg adjusted over machines_compared's rows."),
+        ("interaction_p_equivalent", "The interaction's equivalence test (TOST, 1 +- "
+         "min_effect)."),
     ]),
     *_cols("number", "", SHARE, [
         ("ci_rel_halfwidth", "The CI's half-width relative to the median."),
@@ -141,6 +158,14 @@ COLUMNS = {c.name: c for c in [
         ("p_equivalent", "The equivalence test's p-value (TOST)."),
         ("se_log", "The standard error of the log ratio."),
         ("ci_df", "Degrees of freedom of a cell's CI."),
+        ("interaction_ci_level", "The level of the interaction's interval (1 - R q / m after "
+         "BH over the table's m rows, R called different)."),
+        ("interaction_se_log", "The interaction's standard error in log: sqrt(se_left^2 + "
+         "se_right^2)."),
+        ("interaction_df", "Its Welch-Satterthwaite degrees of freedom."),
+        ("fixed_effect_weight_left", "The weight a fixed-effect (inverse-variance) mean of "
+         "the two machines would give the left machine: se_right^2 / (se_left^2 + "
+         "se_right^2); why no combined ratio is given."),
         ("n", "Duets of the configuration that ran (each with fresh workers)."),
         ("n_failed", "Duets that failed."),
         ("n_flagged", "Ok duets during whose timed windows other processes used more CPU than "

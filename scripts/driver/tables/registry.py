@@ -82,6 +82,16 @@ REGISTRY = [
           "called faster or slower), the equivalence test, the verdict, and bounds that hold "
           "for every version of a mode at once (simultaneous_low/high). See driver/tables/"
           "duets.py."),
+    Table("machines_compared", "The headline on two machines", None, None, None,
+          "interaction < 1 when the TF2 / TF1 ratio is lower on the left machine",
+          "The duets table (the headline) on two machines side by side, one row per "
+          "configuration and pair of machine keys (left = the first key in alphabetical order): "
+          "each machine's own n, ratio, interval, sd and verdict, as in `duets` (nothing pooled "
+          "between machines); the interaction (left ratio / right ratio) with its interval "
+          "(Welch t, the tested interval after BH over the table), its equivalence test, "
+          "machine_effect (differs, same, undecided) and agreement of the two verdicts. No "
+          "combined ratio over machines (fixed_effect_weight_left says why: a precision-weighted "
+          "mean speaks for the quieter machine). See driver/tables/machines_compared.py."),
     Table("adjacent_releases", "Adjacent releases", "env", None, None,
           "+ when the later release (left) is faster than the one before it (right)",
           "Each configuration in two consecutive versions of one line (TensorFlow, PyTorch, "

@@ -1,6 +1,10 @@
-"""Machines compared: the headline comparison (tf2_vs_tf1, its like-for-like rows) side by side per
-machine key, with each machine's ratio, CI and verdict, whether the machines agree, and the spread
-of the ratio over machines (the sd of log ratios) where several measured the same configuration.
+"""Machines compared: first the headline (the duets, table machines_compared) on two machines side
+by side: each version's ratio on each machine with that machine's own interval and verdict, and
+whether the machine changes the ratio (the interaction, left ratio / right ratio, with its tested
+interval), counted per mode in one sentence each built from the rows, and why no combined ratio
+over machines is given. Then the like-for-like rows of tf2_vs_tf1 (cells) side by side per machine
+key, with each machine's ratio, CI and verdict, whether the machines agree, and the spread of the
+ratio over machines (the sd of log ratios) where several measured the same configuration.
 
 A twin key (<machine>.twin) is the A/A copy of its machine, not a machine: it is left out. With one
 machine the section says so and points to docs/publishing.md (how a second machine's run joins).
@@ -14,6 +18,7 @@ from driver.report import answer
 from driver.report.fmt import cell, col, fmt_ratio, records, text, version_key
 from driver.stats.verdicts import words
 from driver.study import layout
+from driver.tables import machines_compared as mc
 from driver.tables.ordering import AXIS_ORDER
 
 ID, TITLE, ORDER = "machines", "Machines compared", 12
@@ -34,15 +39,7 @@ def _row_order(key: tuple, version: str) -> tuple:
             _rank("model", axes["model"]), _rank("data", axes["data"]), axes["left_keras"])
 
 
-def agreement(verdicts: list[str]) -> str:
-    """'same' (one verdict on every machine), 'opposite' (slower on one, faster on another) or
-    'differ' (any other mix, e.g. decided on one machine, undecided on another)."""
-    found = set(verdicts)
-    if len(found) <= 1:
-        return "same"
-    if {answer.LEFT, answer.RIGHT} <= found:
-        return "opposite"
-    return "differ"
+agreement = mc.agreement  # one rule for both tables (driver/tables/machines_compared.py)
 
 
 def log_sd(ratios: list[float]) -> float:
@@ -135,7 +132,92 @@ def _ratio_cell(p: dict | None) -> dict:
                 v=p["ratio"] if math.isfinite(p["ratio"]) else None)
 
 
+EFFECT_CLS = {mc.DIFFERS: "neg", mc.SAME: "", mc.UNDECIDED: "muted"}
+
+
+def headline(df: pd.DataFrame) -> dict:
+    """The machines_compared rows for the report: {"pairs": [(left, right)], "rows": [...],
+    "modes": [{"mode", "n", "differs", "same", "undecided", "one_machine", "text"}],
+    "weight": median fixed-effect weight of the left machine, "sd": {machine: median sd_log}}.
+    Every count is taken from the rows it covers."""
+    if df is None or df.empty:
+        return {"pairs": [], "rows": [], "modes": [], "weight": math.nan, "sd": {}}
+    df = df.assign(_order=[(_rank("mode", m), version_key(text(v)))
+                           for m, v in zip(df["mode"], df["framework_version"])])
+    df = df.sort_values(["left_machine", "right_machine", "_order"], kind="stable")
+    pairs = list(dict.fromkeys(zip(df["left_machine"], df["right_machine"])))
+    modes = []
+    for mode, part in df.groupby("mode", sort=False):
+        effect = part["machine_effect"].map(text)
+        g = {"mode": mode, "n": len(part), "differs": int((effect == mc.DIFFERS).sum()),
+             "same": int((effect == mc.SAME).sum()),
+             "undecided": int((effect == mc.UNDECIDED).sum()),
+             "one_machine": int((part["agreement"].map(text) == "one machine").sum())}
+        g["text"] = mode_sentence(g)
+        modes.append(g)
+    sd = {}
+    for side in ("left", "right"):
+        for machine, part in df.groupby(f"{side}_machine"):
+            sd[machine] = float(part[f"{side}_sd_log"].median())
+    weights = df["fixed_effect_weight_left"].dropna()
+    return {"pairs": pairs, "rows": records(df), "modes": modes, "sd": sd,
+            "weight": float(weights.median()) if len(weights) else math.nan}
+
+
+def mode_sentence(g: dict) -> str:
+    """One mode's interactions in words: '<mode>: the machine changes the ratio in X of N
+    versions, ...'."""
+    tested = g["n"] - g["one_machine"]
+    word = answer.MODE_TEXT.get(g["mode"], g["mode"])
+    if not tested:
+        return f"{word}: no version measured on both machines."
+    parts = [f"{word}: the machine changes the ratio in {g['differs']} of {tested} versions "
+             "measured on both (interaction interval excludes 1)",
+             f"the same ratio within the band in {g['same']}",
+             f"undecided in {g['undecided']}"]
+    if g["one_machine"]:
+        parts.append(f"{g['one_machine']} measured on one machine only")
+    return "; ".join(parts) + "."
+
+
+def _side_cell(r: dict, side: str) -> dict:
+    p = {"ratio": r.get(f"{side}_ratio"), "lo": r.get(f"{side}_ratio_ci_low"),
+         "hi": r.get(f"{side}_ratio_ci_high"), "verdict": r.get(f"{side}_verdict")}
+    if p["ratio"] is None or not math.isfinite(float(p["ratio"])):
+        return cell("–", "muted")
+    return _ratio_cell({k: (float(v) if k != "verdict" and v is not None else
+                            (math.nan if k != "verdict" else v or answer.INCONCL))
+                        for k, v in p.items()})
+
+
+def _headline_table(rows: list[dict], left: str, right: str) -> dict:
+    columns = [{"label": "mode · Keras", "num": False}, {"label": "TF 2", "num": False},
+               {"label": f"{left}: TF 2 / TF 1 [CI], verdict", "num": True},
+               {"label": f"{right}: TF 2 / TF 1 [CI], verdict", "num": True},
+               {"label": f"interaction ({left} / {right}) [CI]", "num": True},
+               {"label": "the machine changes the ratio?", "num": False},
+               {"label": "verdicts", "num": False}]
+    out = []
+    for r in rows:
+        inter = r.get("interaction")
+        inter = float(inter) if inter is not None else math.nan
+        ci = (f" [{fmt_ratio(r.get('interaction_ci_low'))}, "
+              f"{fmt_ratio(r.get('interaction_ci_high'))}]") if math.isfinite(inter) else ""
+        effect = text(r.get("machine_effect")) or text(r.get("reason")) or "–"
+        out.append([cell(f"{r['mode']} · {r['keras']}"), cell(text(r.get("framework_version"))),
+                    _side_cell(r, "left"), _side_cell(r, "right"),
+                    cell(f"{fmt_ratio(inter)}{ci}", "num",
+                         v=inter if math.isfinite(inter) else None),
+                    cell(effect, EFFECT_CLS.get(effect, "muted")),
+                    cell(text(r.get("agreement")))])
+    return {"id": f"t-machines-headline-{left}-{right}", "columns": columns, "rows": out}
+
+
 def build(data) -> dict:
+    top = headline(data.table("machines_compared"))
+    top["tables"] = [_headline_table([r for r in top["rows"]
+                                      if (r["left_machine"], r["right_machine"]) == pair], *pair)
+                     for pair in top["pairs"]]
     found = compare(data.table("tf2_vs_tf1"))
     machines = found["machines"]
     columns = [{"label": "configuration", "num": False}, {"label": "TF 2", "num": False}]
@@ -152,5 +234,6 @@ def build(data) -> dict:
                      cell(f"{sd:.3f}" if math.isfinite(sd) else "–", "num",
                           v=sd if math.isfinite(sd) else None)])
     return {"machines": machines, "n_machines": len(machines), "groups": found["groups"],
+            "headline": top,
             "table": {"id": "t-machines-compared", "columns": columns, "rows": rows},
             "n_rows": len(rows), "min_effect": data.min_effect}
