@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver.stats import calibration, moderated, verdicts  # noqa: E402
+from driver.stats import calibration, crossrun_judge, moderated, verdicts  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
 from driver.tables.results import ENV_KEY, Results, row_key  # noqa: E402
 
@@ -113,7 +113,9 @@ def _calibrate(both: pd.DataFrame, est_a, est_b, level: float, centre: bool) -> 
 
 
 def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.10,
-                 alpha_eq: float = 0.05, draws: int = 200) -> dict:
+                 alpha_eq: float = 0.05, draws: int = 200,
+                 sims: int = crossrun_judge.SIMS) -> dict:
+    """Everything main prints, as a dict. sims: simulated pairs behind each check's power."""
     fa, fb = Results(a), Results(b)
     for res in (fa, fb):
         res.cells()  # FileNotFoundError: not a results or tables folder
@@ -124,7 +126,11 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     cells_a, cells_b = load_cells(fa), load_cells(fb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
-    cell_cal["ok"] = cell_cal["beyond"]["ok"]  # cells share nothing: the binomial CI holds
+    # the verdict: the dispersion about the run's shift (driver/stats/crossrun.py), with power
+    cell_cal["check"] = crossrun_judge.rows_check(
+        cells["log_m_a"], cells["se_log_a"], cells["df_a"], cells["log_m_b"], cells["se_log_b"],
+        cells["df_b"], centre=True, sims=sims)
+    cell_cal["ok"] = bool(cell_cal["check"]["ok"])
     # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
     cell_raw = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=False)
     comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
@@ -139,11 +145,20 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
         usable_rows["se_log_a"], usable_rows["se_log_b"], usable_rows["df_a"],
         usable_rows["df_b"], level)
     rng_ = comp_cal["shared_range"]
-    comp_cal["ok"] = bool(comp_cal["beyond"]["n"]) and \
+    in_range = bool(comp_cal["beyond"]["n"]) and \
         rng_["low"] <= comp_cal["beyond"]["rate"] <= rng_["high"]
-    # the prediction-interval coverage of comparisons is 1 - that share: the same range decides
-    comp_cal["pi_coverage"] = dict(comp_cal["pi_coverage"], ok=comp_cal["ok"],
+    # the prediction-interval coverage of comparisons is 1 - that share: the same range
+    comp_cal["pi_coverage"] = dict(comp_cal["pi_coverage"], ok=in_range,
                                    ci_low=1 - rng_["high"], ci_high=1 - rng_["low"])
+    # the verdict: the rows' differences whitened by the shared-cell structure, with power
+    cell_df = [{f"{e}|{c}|{t}": d for e, c, t, d in zip(cs["env"], cs["cell_id"], cs["twin"],
+                                                          cs["df"])} for cs in (cells_a, cells_b)]
+    comp_cal["check"] = crossrun_judge.comparisons_check(
+        usable_rows["left_cell_a"], usable_rows["right_cell_a"], ses, cell_df,
+        np.log(usable_rows["ratio_a"].astype(float)), usable_rows["se_log_a"],
+        usable_rows["df_a"], np.log(usable_rows["ratio_b"].astype(float)),
+        usable_rows["se_log_b"], usable_rows["df_b"], sims=sims)
+    comp_cal["ok"] = bool(comp_cal["check"]["ok"])
     shift = math.log(cell_cal["shift"])
     beyond_cells = []
     for rec in cells.to_dict("records"):
@@ -174,7 +189,7 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
                       "expected_sd": float(exp["expected_sd"].iloc[0]) if len(exp) else None})
     envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
-        "duets_calibration": duets_calibration(fa, fb, level),
+        "duets_calibration": duets_calibration(fa, fb, level, sims),
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
         "cells_calibration_shift_kept": cell_raw,
@@ -207,9 +222,11 @@ def _machines(res: Results) -> dict:
         return {}
 
 
-def duets_calibration(fa, fb, level: float = 0.95) -> dict:
-    """The headline's duets (duets.csv) across two runs: rows share no process, so the share
-    beyond their combined CIs has the plain binomial CI; and each run's decided rows per mode."""
+def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS) -> dict:
+    """The headline's duets (duets.csv) across two runs: the check of the common shift and of
+    the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
+    sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
+    no process), kept as a figure; and each run's decided rows per mode."""
     tabs = [_results(f).duets() for f in (fa, fb)]
     decided = {}
     for name, tab in zip("ab", tabs):
@@ -225,10 +242,48 @@ def duets_calibration(fa, fb, level: float = 0.95) -> dict:
                 "decided": decided}
     keys = ["env", "cell_id"]
     both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
-    out = calibration.cross_run(both["log_ratio_a"], both["se_log_a"], both["df_a"],
-                                both["log_ratio_b"], both["se_log_b"], both["df_b"], level)
+    cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
+            both["se_log_b"], both["df_b"])
+    out = calibration.cross_run(*cols, level)
+    check = crossrun_judge.rows_check(*cols, centre=False, sims=sims)
     return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
-            "ok": bool(out["beyond"]["ok"]), "decided": decided}
+            "check": check, "ok": bool(check["ok"]), "decided": decided}
+
+
+def duets_pooled(folders) -> dict:
+    """The duets of three or more runs: their run offsets tested together, with tau and its CI
+    (driver/stats/crossrun.py: pooled_shift); rows matched by env and cell over all runs."""
+    tabs = [_results(f).duets() for f in folders]
+    if len(tabs) < 3 or any(t.empty for t in tabs):
+        return {"runs": len(tabs)}
+    keys = ["env", "cell_id"]
+    both = tabs[0][keys + ["log_ratio", "se_log"]]
+    for i, tab in enumerate(tabs[1:], 1):
+        both = both.merge(tab[keys + ["log_ratio", "se_log"]], on=keys, suffixes=("", f"_{i}"))
+    est = both[[c for c in both.columns if c.startswith("log_ratio")]].to_numpy(float)
+    se = both[[c for c in both.columns if c.startswith("se_log")]].to_numpy(float)
+    return crossrun_judge.pooled(est, se)
+
+
+def checks_text(out: dict) -> list[str]:
+    """Each cross-run check's verdict with its power and size (driver/stats/crossrun_judge.py):
+    the lines compare-runs and selfbench print."""
+    lines = []
+    duets = out["duets_calibration"]
+    if duets.get("matched"):
+        lines += crossrun_judge.verdict_text("cross-run check, duets (the headline)",
+                                             duets["check"])
+    cells = out["cells_calibration"]
+    lines += crossrun_judge.verdict_text("cross-run check, cells (the run's shift taken out)",
+                                         cells["check"])
+    if cells["check"].get("n", 0) >= 3:
+        lines.append(f"  the whole run B / run A (median over cells): {1 / cells['shift']:.4f}: "
+                     "a shift common to every cell is taken out here, by design (it cancels in "
+                     "every comparison), so this check cannot see it")
+    lines += crossrun_judge.verdict_text("cross-run check, comparisons (shared cells)",
+                                         out["comparisons_calibration"]["check"])
+    lines += crossrun_judge.pooled_text(out.get("duets_pooled", {}))
+    return lines
 
 
 def _rate_text(r: dict) -> str:
@@ -238,38 +293,46 @@ def _rate_text(r: dict) -> str:
             f" nominal {r['nominal']:.0%}: {'ok' if r['ok'] else 'MISCALIBRATED'})")
 
 
+def _plain(value):
+    """json.dumps' fallback for numpy numbers and arrays."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", help="results folder of run A (or its tables/, or docs/)")
     parser.add_argument("b", help="results folder of run B")
+    parser.add_argument("more", nargs="*", help="further runs of the same machine: their duets "
+                        "pooled with A's and B's (the run offsets tested together, tau)")
     args = parser.parse_args(argv)
     try:
         out = compare_runs(args.a, args.b)
+        pooled = duets_pooled([args.a, args.b, *args.more]) if args.more else {"runs": 2}
     except (FileNotFoundError, ValueError) as exc:
         print(f"compare-runs: {exc}", file=sys.stderr)
         return 2
+    out["duets_pooled"] = pooled
+    for line in checks_text(out):
+        print(line)
+    print("figures beside the checks (they decide nothing):")
     for what in ("cells", "comparisons"):
         cal = out[f"{what}_calibration"]
-        print(f"cross-run calibration, {what}: beyond their combined CIs (Welch df) "
-              f"{_rate_text(cal['beyond'])}; run-level sd the CIs leave out (tau) "
-              f"{cal['tau']:.4f}")
+        print(f"  {what}: beyond their combined CIs (Welch df) {_rate_text(cal['beyond'])}; "
+              f"run-level sd the CIs leave out (tau) {cal['tau']:.4f}")
         if what == "cells":
-            print(f"  the whole run B / run A (median over cells, taken out above): "
-                  f"{1 / cal['shift']:.4f}")
             raw = out["cells_calibration_shift_kept"]
-            print(f"  with that shift left in: beyond {_rate_text(raw['beyond'])}; tau "
+            print(f"    with the run's shift left in: beyond {_rate_text(raw['beyond'])}; tau "
                   f"{raw['tau']:.4f}")
         if what == "comparisons" and cal["beyond"]["n"]:
             r = cal["shared_range"]
-            print(f"  rows share cells, so their exceedances cluster: a calibrated method's share "
-                  f"on this structure lies in {r['low']:.1%}-{r['high']:.1%} (95 %, {r['draws']} "
-                  f"draws); the binomial CI above assumes independent rows. Verdict: "
-                  f"{'ok' if cal['ok'] else 'MISCALIBRATED'}")
-        print(f"  run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
+            print(f"    a calibrated method's share on this structure: {r['low']:.1%}-"
+                  f"{r['high']:.1%} (95 %, {r['draws']} draws; counting absorbs a move of "
+                  f"the shared cells)")
+        print(f"    run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
     duets = out["duets_calibration"]
     if duets["matched"]:
-        print(f"cross-run calibration, duets (the headline; rows share no process): beyond "
-              f"their combined CIs {_rate_text(duets['beyond'])}; tau {duets['tau']:.4f}")
+        print(f"  duets: beyond their combined CIs {_rate_text(duets['beyond'])}; tau "
+              f"{duets['tau']:.4f}")
     for mode, runs in sorted(duets["decided"].items()):
         print(f"  duets decided, {mode}: " + "; ".join(
             f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
@@ -296,7 +359,7 @@ def main(argv=None):
         print(f"  {row['table']}: {row['key']}: {row['verdict_a']} -> {row['verdict_b']} "
               f"(ratio {row['ratio_a']:.3g} -> {row['ratio_b']:.3g})")
     summary = {k: v for k, v in out.items() if k not in ("flip_rows", "moved_cells")}
-    print(json.dumps(summary, sort_keys=True))
+    print(json.dumps(summary, sort_keys=True, default=_plain))
     return 0
 
 

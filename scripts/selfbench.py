@@ -60,7 +60,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from driver.report import answer  # noqa: E402
 from driver.report.bottom_line import duet_rows  # noqa: E402
-from driver.stats import blocks, calibration, moderated, verdicts  # noqa: E402
+from driver.stats import blocks, calibration, crossrun_judge, moderated, verdicts  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.tables.results import Results  # noqa: E402
 from tfspeed import timing  # noqa: E402
@@ -307,6 +307,31 @@ def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
     return figures, pairs
 
 
+def calibration_checks(pairs: pd.DataFrame, runs, figures: dict) -> list[str]:
+    """The cross-run checks with their power and size, as compare-runs prints them
+    (driver/stats/crossrun_judge.py): the A/A pairs' spread about their common shift, and with
+    --from-runs the duets', cells' and comparisons' checks of the two runs. Adds the figures to
+    `figures` ("aa_check", "cross_run")."""
+    lines = []
+    if len(pairs) >= 3 and {"ratio", "se_log", "df"} <= set(pairs.columns):
+        log_ratio = np.log(pd.to_numeric(pairs["ratio"], errors="coerce").to_numpy(float))
+        zero = np.zeros(len(pairs))
+        figures["aa_check"] = crossrun_judge.rows_check(
+            log_ratio, pairs["se_log"], pairs["df"], zero, zero, np.full(len(pairs), np.inf),
+            centre=True)
+        lines += crossrun_judge.verdict_text("A/A pairs, spread about their common shift",
+                                             figures["aa_check"])
+    if runs:
+        import compare_runs
+
+        out = compare_runs.compare_runs(*runs)
+        figures["cross_run"] = {k: out[k]["check"] for k in ("cells_calibration",
+                                                             "comparisons_calibration")}
+        figures["cross_run"]["duets_calibration"] = out["duets_calibration"].get("check")
+        lines += compare_runs.checks_text(out)
+    return lines
+
+
 def rate_text(r: dict) -> str:
     if not r["n"]:
         return "no pairs"
@@ -413,6 +438,8 @@ def main():
                                                    rate_text(aa["coverage"])))
     print("A/A p-values uniform (Kolmogorov-Smirnov): p %.3g (%s)"
           % (aa["ks_p"], "ok" if aa["ks_ok"] else "NOT UNIFORM"))
+    for line in calibration_checks(pairs, args.from_runs, figures):
+        print(line)
     print("mde_80 %.3f at the study's threshold, 75th-percentile cell (sd %.3f), %d processes "
           "per cell (goal <= 1.10)" % (figures["mde_80"], figures["mde_80_sd"],
                                        default["repeats"]))
