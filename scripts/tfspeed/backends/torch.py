@@ -19,9 +19,7 @@ def prepare(cell, rule):
     torch.manual_seed(0)
     if machine.pinned_threads():  # config `threads`: on purpose, recorded as pinned
         torch.set_num_threads(machine.pinned_threads())
-    if cell["device"] == "gpu" and not torch.cuda.is_available():
-        raise Unsupported("device gpu: no CUDA device visible to PyTorch on this machine")
-    device = torch.device("cuda" if cell["device"] == "gpu" else "cpu")
+    device = torch.device(device_name(cell["device"], torch.cuda.is_available()))
     model, data, mode, api = cell["model"], cell["data"], cell["mode"], cell["api"]
     x_np, y_np = make_data(model, data)
     x = torch.from_numpy(x_np).to(device)
@@ -34,6 +32,7 @@ def prepare(cell, rule):
              "intra_op_threads": torch.get_num_threads(),
              "inter_op_threads": torch.get_num_interop_threads(),
              "built_with_cuda": torch.version.cuda is not None}
+    facts.update(device_facts(torch, device))
     if api in INFER_APIS:
         step = inference_step(torch, net, mode, api, x)
         facts["build_s"] = clock() - t0
@@ -143,13 +142,36 @@ def same_function_output(cell, x, weights):
     return _same_function_output(cell["model"], cell["data"], x, weights)
 
 
+def device_name(device, cuda_visible):
+    """The torch device of a cell's `device` axis, placed explicitly: "cuda" for a gpu cell
+    (Unsupported where PyTorch sees no CUDA device), "cpu" for a cpu cell even where a GPU is
+    visible."""
+    if device == "gpu" and not cuda_visible:
+        raise Unsupported("device gpu: no CUDA device visible to PyTorch on this machine")
+    return "cuda" if device == "gpu" else "cpu"
+
+
+def device_facts(torch, device):
+    """Where the cell ran, for provenance: the device, and on CUDA the GPU's name and whether
+    float32 matmuls and convolutions may use TF32 (PyTorch's defaults: no for matmul, yes for
+    cuDNN convolutions)."""
+    facts = {"device": str(device)}
+    if device.type == "cuda":
+        facts.update(gpu_name=torch.cuda.get_device_name(device),
+                     tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+                     tf32_cudnn=bool(torch.backends.cudnn.allow_tf32))
+    return facts
+
+
 def matmul(a, b, mode, device):
-    """Seed 004's matmul in PyTorch: eager torch.matmul, or torch.compile'd."""
-    if device == "gpu":
-        raise Unsupported("matmul on gpu is measured in TensorFlow's GPU builds only")
+    """Seed 004's matmul in PyTorch: eager torch.matmul, or torch.compile'd, on the cell's device
+    (the operands placed there once); each step copies the whole product back to the host, as
+    TF's session.run and .numpy() do."""
     import torch
 
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    place = torch.device(device_name(device, torch.cuda.is_available()))
+    ta, tb = torch.from_numpy(a).to(place), torch.from_numpy(b).to(place)
     fn = torch.compile(torch.matmul) if mode == "compile" else torch.matmul
-    return Prepared(step=lambda: float(fn(ta, tb)[0, 0].item()),
-                    facts={"torch_version": torch.__version__})
+    facts = {"torch_version": torch.__version__}
+    facts.update(device_facts(torch, place))
+    return Prepared(step=lambda: float(fn(ta, tb).cpu().numpy()[0, 0]), facts=facts)
