@@ -52,8 +52,8 @@ def html_entries(page: str) -> list[dict]:
     assert ul, "the report has no answer list"
     body = ul.group(1)
     out = []
-    for m in re.finditer(r'<li class="bl[^"]*" id="q-[^"]+"><b>(.*?)</b>(.*?)</li>\s*(?=<li class="bl[^"]*" id="q-|$)',
-                         body, re.S):
+    top = r'<li class="bl[^"]*" id="q-[^"]+">'
+    for m in re.finditer(top + r"<b>(.*?)</b>(.*?)</li>\s*(?=" + top + "|$)", body, re.S):
         head, rest = html.unescape(re.sub("<[^>]+>", "", m.group(1))), m.group(2)
         head = head.rstrip(":")
         subs = re.findall(r'<li class="bl[^"]*"><b>(.*?):</b> (.*?)</li>', rest, re.S)

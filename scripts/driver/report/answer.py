@@ -144,7 +144,8 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
     cls = ("slower" if len(slower) > n / 2 else "equivalent" if n_eq > n / 2
            else "faster" if len(faster) > n / 2 else "mixed")
     return {"what": what, "text": "TF 2.x is " + ", ".join(parts) + ".", "cls": cls,
-            "note": note, "mode": mode, "api": api, "versions": f"{versions[0]} to {versions[-1]}" if n > 1 else versions[0],
+            "note": note, "mode": mode, "api": api,
+            "versions": f"{versions[0]} to {versions[-1]}" if n > 1 else versions[0],
             "worst": worst}
 
 

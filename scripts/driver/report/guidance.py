@@ -94,8 +94,7 @@ def rule_label(key: tuple) -> str:
     it is not TensorFlow ('Keras 3 on jax · eager · ...')."""
     family, keras, mode, api, inp = key
     parts = [] if family == frameworks.CATALOGUE[0].short_label else [family]
-    parts += [labels.MODE_PHRASE.get(mode, mode).replace(" mode", "").lower()
-              if mode in ("graph", "eager") else labels.MODE.get(mode, mode),
+    parts += [mode if mode in ("graph", "eager") else labels.MODE.get(mode, mode),
               labels.API_PHRASE.get(api, api), "tf.data" if inp == "tfdata" else inp]
     if keras and keras != "none" and not (family.startswith("Keras 3") and keras == "keras3"):
         parts.append(KERAS_TEXT.get(keras, keras))

@@ -7,8 +7,8 @@ from driver.report import answer
 from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.fmt import wall_text
 from driver.report.questions import questions
-from driver.report.statements import MODES, WORKLOAD, line_markdown
 from driver.report.sections import machines as machines_section
+from driver.report.statements import MODES, WORKLOAD, line_markdown
 from driver.stats.verdicts import verdict_word
 from driver.tables.results import Results
 from tfspeed.versions import version_tuple

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from answer_check import check, html_entries, markdown_entries, section
+
 from driver.report import readme_block
+from driver.report.questions import questions
 from driver.report.results_page import answer_lines
 from driver.report.statements import line_markdown
-from driver.report.questions import questions
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"

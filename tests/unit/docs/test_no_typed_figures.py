@@ -68,7 +68,6 @@ SPEC = {
     ("docs/releases.md", "1.25x"): "the source claim's threshold (driver/report/release_claims.py)",
     ("docs/releases.md", "30 minutes"): "when an env counts as new (driver/report/releases.py)",
     ("docs/selfbench.md", "80 %"): "mde_80's power (its definition)",
-    ("docs/calibration.md", "95 %"): "the binomial interval's level (design)",
     ("profiles/default/config.yaml", "1s"): "Snakemake's default rate limit (100/1s)",
     ("profiles/default/config.yaml", "60s"): "the rate limit this profile sets",
     ("profiles/slurm/config.yaml", "1s"): "Snakemake's default rate limit (100/1s)",
@@ -119,7 +118,7 @@ def test_the_scan_catches_what_it_should(tmp_path):
     doc = tmp_path / "x.md"
     doc.write_text("slower in 21 of 22 versions (1.39-4.18x), 3 % slower, 0.15 of a core, 62 min,"
                    " 24 GB\n<!-- answer: written by make republish from docs/tables; do not edit"
-                   " -->\n1.59x inside\n<!-- /answer -->\n[note](runs/2026-11-26-4 GB.md)\n")
+                   " -->\n1.59x inside\n<!-- /answer -->\n[note](runs/2026-11-26-24GB.md)\n")
     found = [m for _, m in typed_figures(doc)]
     assert found == ["1.39-4.18x", "3 %", "0.15 of a core", "62 min", "24 GB"], found
 

@@ -16,6 +16,7 @@ from markupsafe import escape
 from driver.report import answer, results_page
 from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.questions import questions
+from driver.report.statements import line_markdown
 from driver.tables import bundle
 
 REPO = Path(__file__).resolve().parents[3]
@@ -44,7 +45,8 @@ def test_page_holds_the_first_screen_and_the_runs_facts(results):
     for line in more_lines(bottom):  # the rest of the bottom line, after the questions
         assert "- **%s**: %s" % (line["what"], line["text"]) in page
     for q in questions(tabs, 0.10, bottom["reference"])["items"]:  # the report's first screen
-        assert "- **%s**: %s" % (q["question"], q["text"]) in page
+        for line in line_markdown(q):
+            assert line in page
     assert "undecided" in page  # one process per cell: nothing decided, and the page says so
     facts = json.loads((results / "tables" / "facts.json").read_text())
     assert "- measured: %s\n" % facts["dates"] in page
@@ -115,7 +117,9 @@ def test_published_page_says_what_the_published_report_says():
     for line in more_lines(bottom):
         assert "- **%s**: %s" % (line["what"], line["text"]) in page, line["what"]
     html = (docs / "index.html").read_text(encoding="utf-8")
-    for q in asked["items"]:  # the same sentences on both, from the same tables
-        assert "- **%s**: %s" % (q["question"], q["text"]) in page, q["id"]
-        assert str(escape(q["text"])) in html, q["id"]
+    for q in asked["items"]:  # the same claims on both, from the same tables
+        for line in line_markdown(q):
+            assert line in page, q["id"]
+        for line in q["lines"]:
+            assert str(escape(line["text"])) in html, q["id"]
     assert "from duets" in html

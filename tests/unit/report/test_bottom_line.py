@@ -33,7 +33,7 @@ GRAPH = [_row("2.1.0", 0.81, 0.75, 0.88, "left_faster"),
 def test_mode_line_states_range_typical_and_worst_bound():
     out = bottom_line(_tabs(GRAPH), pd.DataFrame(), "tf1.14")
     (line,) = out["lines"][:1]
-    assert line["what"].startswith("Graph mode")
+    assert line["what"].startswith("TF 1-style graph")
     assert "0.81–1.00x TF 1.14.0's step time" in line["text"]
     assert "typically 11 % faster" in line["text"]
     assert "no version is more than 18 % slower at 95 % each" in line["text"]
@@ -133,7 +133,7 @@ def test_published_first_screen_lines():
     cells = bundle.read_table(folder / "cells.csv")
     lines = bottom_line(tabs, cells, "tf1.14")["lines"]
     whats = [line["what"] for line in lines]
-    assert whats[:2] == ["Graph mode, train_on_batch()", "Eager mode, train_on_batch()"]
+    assert whats[:2] == ["TF 1-style graph, train_on_batch()", "Eager mode, train_on_batch()"]
     assert 3 <= len(lines) <= 7
 
 

@@ -53,7 +53,7 @@ def test_sections_in_order_and_content(rendered):
     verdict = html[positions[0]:positions[SECTION_IDS.index("coverage")]]  # to "Which configuration"
     assert "Intel(R) Xeon(R) Test CPU" in verdict
     assert "tensorflow 1.14.0, 2.3.4, 2.21.0" in verdict
-    assert "Graph mode, train_on_batch():" in verdict  # the bottom line
+    assert "TF 1-style graph, train_on_batch():" in verdict  # the bottom line
     at = SECTION_IDS.index("guidance")
     guide = html[positions[at]:positions[at + 1]]
     assert "TF2 is slower than TF1" in guide and "holds" in guide

@@ -127,7 +127,7 @@ def test_the_duets_section_draws_the_tested_interval_and_lists_its_rows():
     headline = top[top.index('class="forest headline"'):]
     headline = headline[:headline.index("</div>")]
     assert headline.count("<svg") == 2 and headline.count("<figcaption>") == 2
-    assert "Graph mode, train_on_batch(): each TF 2.x version" in headline
+    assert "TF 1-style graph, train_on_batch(): each TF 2.x version" in headline
     assert [q["id"] for q in ctx["verdict"]["questions"]["items"]] == [
         "graph", "keras3", "keras2", "inference"]
     part = html[html.index('<section id="duets"'):]

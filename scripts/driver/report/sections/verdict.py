@@ -13,8 +13,8 @@ from driver.report.bottom_line import bottom_line, duet_rows, more_lines
 from driver.report.fmt import col, is_true, ncol, num, records, text, version_key
 from driver.report.forest import forest_svg
 from driver.report.questions import questions
-from driver.report.statements import MODES, WORKLOAD
 from driver.report.sections.duets import MODE_TITLE, panel
+from driver.report.statements import MODES, WORKLOAD
 from driver.study import fingerprint, layout
 
 REPO = Path(__file__).resolve().parents[4]
