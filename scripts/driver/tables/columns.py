@@ -64,9 +64,9 @@ COLUMNS = {c.name: c for c in [
         ("same_function", "A user's model only: match, mismatch or error: the seeded weights' "
          "outputs against the NumPy pass (tfspeed/samefunction.py); empty: not checked."),
         ("reference_env", "The TF 1 env the duets' ratio is taken against."),
-        ("machine_effect", "machines_compared: differs (the interaction's interval at "
-         "interaction_ci_level excludes 1), same (its equivalence test puts it inside "
-         "1 +- min_effect) or undecided."),
+        ("machine_effect", "machines_compared: same (the interaction's equivalence test puts "
+         "it inside 1 +- min_effect; decided first), differs (its interval at "
+         "interaction_ci_level excludes 1) or undecided."),
         ("agreement", "machines_compared: same (one verdict on both machines), opposite "
          "(slower on one, faster on the other), differ (any other mix), one machine."),
     ]),
@@ -107,6 +107,10 @@ COLUMNS = {c.name: c for c in [
         ("interaction_ci_low", "Its interval at interaction_ci_level, lower end: the tested "
          "interval (Welch t, BH over the table, Benjamini-Yekutieli FCR level)."),
         ("interaction_ci_high", "Its upper end."),
+        ("interaction_tost_ci_low", "The interaction's equivalence interval (1 - 2 "
+         "equivalence_alpha), lower end: machine_effect is same exactly when it lies inside "
+         "1 +- min_effect."),
+        ("interaction_tost_ci_high", "Its upper end."),
     ]),
     *_cols("number", "", P, [
         ("p", "The comparison's p-value."), ("p_adjusted", "Benjamini-Hochberg adjusted p."),

@@ -11,9 +11,11 @@ the other's; their variances are not assumed equal), which is scipy.stats.ttest_
 equal_var=False) on the two machines' duets' log ratios. Its test of "the machine does not
 change the ratio" is Benjamini-Hochberg at q over the table's rows, its interval at the level
 that makes the drawn interval the tested one (Benjamini-Yekutieli FCR, as the duets table), and
-the equivalence test (TOST, 1 +- min_effect on the interaction, each row at alpha_equivalence)
-says where the machines give the same ratio. machine_effect: `differs` (interval excludes 1),
-`same` (equivalent within the band), else `undecided`.
+the equivalence test (TOST, 1 +- min_effect on the interaction, each row at alpha_equivalence;
+its (1 - 2 alpha) interval interaction_tost_ci_low/high) says where the machines give the same
+ratio. machine_effect, equivalence first as every verdict of the study (driver/stats/verdicts.py):
+`same` (the TOST interval inside the band), else `differs` (the tested interval excludes 1), else
+`undecided`.
 
 A combined ratio over machines is not given: with two machines the spread between machines has
 one degree of freedom and cannot be estimated, and a fixed-effect (inverse-variance) mean would
@@ -41,7 +43,8 @@ SIDE = ["machine", "n", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_level", "s
 COLUMNS = [*CONFIG, *[f"{side}_{c}" for side in ("left", "right") for c in SIDE],
            "interaction", "interaction_ci_low", "interaction_ci_high", "interaction_ci_level",
            "interaction_se_log", "interaction_df", "interaction_p", "interaction_p_adjusted",
-           "interaction_p_equivalent", "machine_effect", "agreement", "fixed_effect_weight_left",
+           "interaction_p_equivalent", "interaction_tost_ci_low", "interaction_tost_ci_high",
+           "machine_effect", "agreement", "fixed_effect_weight_left",
            "reason"]
 DIFFERS, SAME, UNDECIDED = "differs", "same", "undecided"
 
@@ -134,6 +137,11 @@ def _intervals(out: pd.DataFrame, q: float, alpha_eq: float, min_effect: float) 
     log = np.log(out["interaction"].to_numpy(float))
     half = crit * out["interaction_se_log"].to_numpy(float)
     out["interaction_ci_low"], out["interaction_ci_high"] = np.exp(log - half), np.exp(log + half)
+    crit_eq = np.array([float(sps.t.ppf(1 - alpha_eq, d)) if d == d else math.nan
+                        for d in out["interaction_df"]])
+    half_eq = crit_eq * out["interaction_se_log"].to_numpy(float)
+    out["interaction_tost_ci_low"] = np.exp(log - half_eq)
+    out["interaction_tost_ci_high"] = np.exp(log + half_eq)
     out["machine_effect"] = [
         None if not math.isfinite(pe) else
         SAME if pe <= alpha_eq else DIFFERS if pa <= q and (lo > 1 or hi < 1) else UNDECIDED

@@ -76,6 +76,9 @@ def test_same_ratio_on_both_machines_is_called_same():
     _, duets = _two(sd=(0.01, 0.01), n=8)
     table = mc.machines_compared_table(duets)
     assert set(table["machine_effect"]) == {mc.SAME}
+    band = math.log1p(0.10)  # the default min_effect, symmetric in log
+    assert (np.abs(np.log(table[["interaction_tost_ci_low", "interaction_tost_ci_high"]]))
+            < band).all(axis=None)
     assert set(table["agreement"]) == {"same"}
 
 
