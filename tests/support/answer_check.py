@@ -14,6 +14,9 @@ SUB = re.compile(r"^  - (?P<who>[^:]+): (?P<text>.*)$")
 GROUP = re.compile(r"^(?P<word>.+?) in (?P<k>\d+)(?: of (?P<n>\d+))? versions? "
                    r"\((?P<lo>\d+\.\d\d)(?:–(?P<hi>\d+\.\d\d))?x(?:, median (?P<med>\d+\.\d\d)x)?"
                    r"(?:: (?P<vers>[^)]*))?\)$")
+# the README block's compact form (driver/report/readme_block.py): "<k>[ of <n>] <word> (<range>)"
+COMPACT = re.compile(r"^(?P<k>\d+)(?: of (?P<n>\d+))? (?P<word>.+?) "
+                     r"\((?P<lo>\d+\.\d\d)(?:–(?P<hi>\d+\.\d\d))?x(?:: (?P<vers>TF [^)]*))?\)$")
 QUESTION = {"Training, TF 1-style graph": "graph", "Training, eager, Keras 3": "keras3",
             "Training, eager, Keras 2": "keras2",
             "Inference, one small batch, predict() against model(x)": "inference"}
@@ -34,6 +37,30 @@ def markdown_entries(lines) -> list[dict]:
         m = SUB.match(line)
         if m and label:
             out.append({"label": label, "who": m["who"], "text": m["text"]})
+    return out
+
+
+def compact_entries(lines, machines: list[str]) -> list[dict]:
+    """Entries from the README's compact block: one bullet per question, its text one part per
+    machine ("key: groups", parts joined by ". "), or the groups alone with one machine."""
+    out = []
+    for line in lines:
+        m = BULLET.match(line)
+        if not m or not m["text"]:
+            continue
+        body = m["text"].rstrip(".")
+        if len(machines) > 1:
+            pat = r"(?:^|\. )(%s)(?: \(([^)]*)\))?: " % "|".join(map(re.escape, machines))
+            bits = re.split(pat, body)
+            if bits[0]:
+                out.append({"label": m["label"], "who": "?", "text": bits[0], "compact": True})
+            for key, scope, text in zip(bits[1::3], bits[2::3], bits[3::3]):
+                scope = scope or m["who"] or ""
+                out.append({"label": m["label"], "who": f"{key} ({scope})" if scope else key,
+                            "text": text, "compact": True})
+        else:
+            out.append({"label": m["label"], "who": m["who"] or "", "text": body,
+                        "compact": True})
     return out
 
 
@@ -77,14 +104,15 @@ def kind(verdict: str, lo: float, hi: float) -> str:
     return "undecided"
 
 
-def word_kind(word: str, margin: float, prefix: str = "") -> tuple[str, str]:
+def word_kind(word: str, margin: float, prefix: str = "",
+              compact: bool = False) -> tuple[str, str]:
     """(kind, the % range it states or '') of a group's word, or ('?', '') when it is no word
-    the answer may use."""
-    within = f", within ±{margin * 100:.0f} %,"
+    the answer may use (the compact form states the margin without commas)."""
+    within = f" within ±{margin * 100:.0f} %" if compact else f", within ±{margin * 100:.0f} %,"
     w = word.removeprefix(prefix)
-    if w in ("faster", "slower", "undecided"):
+    if w in ("faster", "slower") and word == prefix + w or w == "undecided":
         return w, ""
-    if w == "as fast" + within:
+    if w == ("as fast" if compact else "as fast" + within):
         return "as fast", ""
     m = re.fullmatch(r"(slower|faster) by (\d+(?:–\d+)?) %" + re.escape(within), w)
     if m:
@@ -116,19 +144,20 @@ def inference_rows(cvp: pd.DataFrame, mode: str, machine: str) -> pd.DataFrame:
 
 
 def check_groups(text: str, rows: pd.DataFrame, margin: float, where: str,
-                 prefix: str = "") -> list[str]:
+                 prefix: str = "", compact: bool = False) -> list[str]:
     """Every group of one claim's text against the rows it must cover."""
+    pattern = COMPACT if compact else GROUP
     problems = []
     rows = rows.assign(kind=[kind(v, lo, hi) for v, lo, hi in zip(
         rows["verdict"], rows["ratio_ci_low"], rows["ratio_ci_high"])])
     groups = [g for g in text.rstrip(".").split("; ")]
     seen, total = set(), None
     for i, g in enumerate(groups):
-        m = GROUP.match(g)
+        m = pattern.match(g)
         if not m:
             problems.append(f"{where}: cannot read {g!r}")
             continue
-        k, pct = word_kind(m["word"], margin, prefix)
+        k, pct = word_kind(m["word"], margin, prefix, compact)
         if k == "?":
             problems.append(f"{where}: {m['word']!r} is no verdict word")
             continue
@@ -142,7 +171,7 @@ def check_groups(text: str, rows: pd.DataFrame, margin: float, where: str,
         lo, hi = f"{mine['ratio'].min():.2f}", f"{mine['ratio'].max():.2f}"
         if (m["lo"], m["hi"] or m["lo"]) != (lo, hi) or (lo == hi) != (m["hi"] is None):
             problems.append(f"{where}: {g!r}: its {k} rows span {lo}–{hi}x")
-        if m["med"] and m["med"] != f"{float(np.median(mine['ratio'])):.2f}":
+        if m.groupdict().get("med") and m["med"] != f"{float(np.median(mine['ratio'])):.2f}":
             problems.append(f"{where}: {g!r}: median of its rows "
                             f"{float(np.median(mine['ratio'])):.2f}")
         if m["vers"]:
@@ -184,7 +213,8 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
         where = f"{q}{' on ' + machine if machine else ''}"
         if q != "inference":
             rows = training_rows(duets, q, machine)
-            problems += check_groups(e["text"], rows, margin, where)
+            problems += check_groups(e["text"], rows, margin, where,
+                                     compact=e.get("compact", False))
             scope = e["who"].partition(" (")[2].rstrip(")") if several else e["who"]
             if q != "keras3" and "tf_keras from TF " in scope:
                 first = scope.split("tf_keras from TF ")[1].split(",")[0]
@@ -193,6 +223,14 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
                         tuple(map(int, v.split("."))) < tuple(map(int, first.split(".")))
                         for v in tk):
                     problems.append(f"{where}: says tf_keras from TF {first}; rows {sorted(tk)}")
+            continue
+        if e.get("compact"):
+            parts = re.split(r"(?:^|; )(eager|graph), ", e["text"])
+            if parts[0]:
+                problems.append(f"{where}: cannot read {parts[0]!r}")
+            for mode, body in zip(parts[1::2], parts[2::2]):
+                problems += check_groups(body, inference_rows(cvp, mode, machine), margin,
+                                         f"{where} {mode}", prefix="predict() ", compact=True)
             continue
         for part in e["text"].rstrip(".").split(". "):
             mode_word, _, body = part.partition(": ")

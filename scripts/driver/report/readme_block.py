@@ -1,14 +1,22 @@
 """The README's answer block: the published answer (the same claims as the report's first
 screen and docs/RESULTS.md, driver/report/statements.py) written between two markers of
 README.md by `make republish` (scripts/readme_answer.py), so the README shows the answer without
-a figure typed by hand. tests/unit/docs checks the block is what the published tables give."""
+a figure typed by hand. tests/unit/docs checks the block is what the published tables give.
+
+The block is the compact form of the claims, one line per question with one part per machine
+("key: 12 of 22 faster (0.85–0.91x); 1 slower (1.10x: TF 2.0.4)"), so that a machine more adds
+a part, not a list of lines: each group says its count, its words (as in statements.group_word,
+without the margin, which the block's first line states once) and the range of its own rows,
+and the version where it holds one row."""
 from pathlib import Path
 
 import pandas as pd
 
 from driver.report.answer import like_for_like
 from driver.report.fmt import col, text
-from driver.report.results_page import answer_lines
+from driver.report.questions import questions
+from driver.report.statements import WORKLOAD, span_text
+from driver.report.statements import _pct as pct_text
 from driver.tables.results import Results
 from tfspeed import atomic
 
@@ -26,10 +34,68 @@ def reference_of(tabs: dict, fallback: str = "TF 1") -> str:
     return "TF " + ", ".join(refs) if refs else fallback
 
 
+WORDS = {"faster": "faster", "slower": "slower", "undecided": "undecided", "as fast": "as fast",
+         "within, slower": "slower by {pct} within ±{m} %",
+         "within, faster": "faster by {pct} within ±{m} %"}
+INFERENCE_MODE = {"eager": "eager", "graph": "graph"}
+
+
+def group_compact(group, n: int, first: bool, margin: float, prefix: str = "") -> str:
+    """'<k>[ of <n>] <word> (<lo>–<hi>x[: TF v])': one group of a claim, its own rows' range."""
+    k = len(group.rows)
+    lo, hi = group.span
+    word = WORDS[group.kind].format(pct=pct_text(lo, hi), m=f"{margin * 100:.0f}")
+    if group.kind in ("faster", "slower"):
+        word = prefix + word
+    detail = span_text(lo, hi) + (f": TF {group.rows[0].version}" if k == 1 else "")
+    return f"{k} of {n} {word} ({detail})" if first and n > 1 else f"{k} {word} ({detail})"
+
+
+def claim_compact(claim, margin: float) -> str:
+    """A claim's groups in the compact form; inference per mode ('eager, ...; graph, ...')."""
+    if not claim.groups:
+        return claim.text.rstrip(".")
+    if claim.question != "inference":
+        n = len(claim.rows)
+        return "; ".join(group_compact(g, n, i == 0, margin) for i, g in enumerate(claim.groups))
+    parts = []
+    for mode in INFERENCE_MODE:
+        groups = [g for g in claim.groups if g.rows[0].id.split(":")[2] == mode]
+        n = sum(len(g.rows) for g in groups)
+        parts += [(f"{INFERENCE_MODE[mode]}, " if i == 0 else "")
+                  + group_compact(g, n, i == 0, margin, prefix="predict() ")
+                  for i, g in enumerate(groups)]
+    return "; ".join(parts)
+
+
+def compact_lines(tabs: dict, margin: float, reference: str) -> list[str]:
+    """The answer as one line per question, one part per machine (machine key first where there
+    are several; the Keras scope in the label's parenthesis where every machine shares it)."""
+    found = questions(tabs, margin, reference)
+    ref = reference.removeprefix("TF ")
+    out = ["Is TensorFlow 2 slower than TensorFlow 1? Per question%s: how many TF 2.x versions "
+           "are faster, as fast (equivalent within ±%.0f %%, 1 inside the tested interval), "
+           "slower by a few %% but within ±%.0f %%, slower, or undecided, with the range of "
+           "their ratios; each row %s (inference: predict()'s time over model(x)'s)." % (
+               " and machine" if len(found["machines"]) > 1 else "", margin * 100,
+               margin * 100, WORKLOAD.format(reference=ref)), ""]
+    for q in found["items"]:
+        claims = q["claims"]
+        scopes = {c.scope for c in claims}
+        shared = len(scopes) == 1 and next(iter(scopes))
+        head = f"- **{q['label']}**" + (f" ({shared})" if shared else "") + ":"
+        parts = []
+        for c in claims:
+            who = c.machine + (f" ({c.scope})" if c.scope and not shared else "")
+            parts.append((f"{who}: " if len(claims) > 1 else "") + claim_compact(c, margin))
+        out.append(head + " " + ". ".join(parts) + ".")
+    return out
+
+
 def block(tables, margin: float) -> str:
     """The block's Markdown (markers included) from a tables folder."""
     tabs = Results(tables).tables(cells=True)
-    lines = answer_lines(tabs, margin, reference_of(tabs), modes=False)  # defined below it
+    lines = compact_lines(tabs, margin, reference_of(tabs))
     lines += ["", "Measured on the machines and runs in [PROVENANCE](docs/PROVENANCE.md); "
               "the full report is [docs/index.html](docs/index.html), every table's verdicts "
               "[docs/RESULTS.md](docs/RESULTS.md)."]
