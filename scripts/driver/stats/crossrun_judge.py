@@ -52,7 +52,12 @@ def pooled(est, se) -> dict:
     est = np.asarray(est, float)
     if est.ndim != 2 or est.shape[1] < 3:
         return {"runs": int(est.shape[1]) if est.ndim == 2 else 0}
-    return crossrun.pooled_shift(est, se)
+    out = crossrun.pooled_shift(est, se)
+    row_se = np.nanmean(np.asarray(se, float), axis=1)
+    out["power"] = {f"{f:g}x": crossrun_power.pooled_fail_rate(row_se, f, runs=out["runs"],
+                                                               seed=int(10 * f))
+                    for f in (1.0, 1.5, 2.0)}
+    return out
 
 
 def verdict_text(name: str, out: dict) -> list[str]:
@@ -63,8 +68,9 @@ def verdict_text(name: str, out: dict) -> list[str]:
     lines = [head]
     if "p_shift" in out and out.get("shift_ci"):
         lo, hi = out["shift_ci"]
-        lines.append(f"  common shift run A / run B {out['shift']:.4f} (95 % CI {lo:.4f}-"
-                     f"{hi:.4f}, p {out['p_shift']:.2g}); spread about it {out['spread']:.2f} "
+        lines.append(f"  common shift run A / run B {out['shift']:.4f} (inverse-variance weighted, "
+                     f"95 % CI {lo:.4f}-{hi:.4f}; the test, on the rows' normal scores: p "
+                     f"{out['p_shift']:.2g}); spread about it {out['spread']:.2f} "
                      f"(95 % CI {out['spread_ci'][0]:.2f}-{out['spread_ci'][1]:.2f}; 1 when "
                      f"calibrated, p {out['p_dispersion']:.2g})")
     elif "p_dispersion" in out:
@@ -83,4 +89,8 @@ def pooled_text(out: dict) -> list[str]:
     offs = ", ".join(f"{x:.4f}" for x in out["offsets"])
     return [f"duets pooled over {out['runs']} runs ({out['rows']} rows in all): run offsets "
             f"{offs}; tested together p {out['p']:.2g} (chi-square, {out['df']} df); run-level "
-            f"sd tau {out['tau']:.4f} (95 % CI {lo:.4f}-{hi:.4f})"]
+            f"sd tau {out['tau']:.4f} (95 % CI {lo:.4f}-{hi:.4f})",
+            f"  power of that test at these sizes (one offset per run, shared by all rows): "
+            f"1.5x fails {out['power']['1.5x']['rate']:.0%}, 2x "
+            f"{out['power']['2x']['rate']:.0%}; correct intervals pass "
+            f"{1 - out['power']['1x']['rate']:.0%}"]

@@ -105,7 +105,11 @@ def power_table(se_a, df_a, se_b, df_b, centre: bool = False, alpha: float = cro
 
 def power_text(table: dict) -> str:
     """One line: the power at 1.5x and 2x (each pattern) and the size, with what it means."""
-    parts = [f"{key}: fails {val['rate']:.0%}" for key, val in table.items()
+    names = {"row": "offset per row", "shared": "one offset for all rows",
+             "cell": "every cell", "reference": f"the {table.get('reference_cells')} cells in "
+             "5+ rows"}
+    parts = [f"{names.get(key.split()[0], key.split()[0])} {key.split()[1]}: fails "
+             f"{val['rate']:.0%}" for key, val in table.items()
              if key.endswith("x") and isinstance(val, dict)]
     weak = [key for key, val in table.items() if key.endswith("1.5x") and isinstance(val, dict)
             and val["rate"] < 0.8]

@@ -189,3 +189,56 @@ def test_comparisons_fail_every_cell_15x_too_narrow_on_the_published_structure(s
     good = crossrun_structure.fail_rate(structure, 1.0, "cell", sims=400, seed=14)
     assert bad["ci"][0] >= 0.9 and good["rate"] <= 0.10, (bad, good)
     assert structure.reference.size >= 1  # the TF 1.14 reference cells are shared
+
+
+def test_selfbench_prints_the_aa_pairs_check_with_its_power():
+    import selfbench
+
+    rng = np.random.default_rng(15)
+    se = np.exp(rng.normal(-3.5, 0.3, 126))
+
+    def pairs(factor):
+        return pd.DataFrame({"ratio": np.exp(factor * se * rng.standard_t(20, se.size)),
+                             "se_log": se, "df": 20.0})
+
+    figures = {}
+    good = selfbench.calibration_checks(pairs(1.0), None, figures)
+    assert figures["aa_check"]["ok"] and "power at these sizes" in good[-1]
+    assert figures["aa_check"]["power"]["row 1.5x"]["rate"] >= 0.9
+    bad = selfbench.calibration_checks(pairs(1.5), None, figures)
+    assert not figures["aa_check"]["ok"] and "FAILS" in bad[0]
+
+
+def test_compare_runs_prints_each_check_with_its_power_and_pools_a_third_run(tmp_path):
+    """Three runs' duets tables (50 rows, 4 duets, df 3): compare-runs prints every check's power
+    beside its verdict, and the pooled line for the three."""
+    import subprocess
+    import sys
+
+    from driver.tables import bundle, duets
+
+    rng = np.random.default_rng(16)
+    truth = rng.normal(0, 0.2, 50)
+    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
+            "api": "train_on_batch", "keras": "tf.keras", "mode": "graph"}
+    folders = []
+    for run, offset in enumerate((0.0, 0.0, 0.03)):
+        recs = [{"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok", "cell": cell,
+                 "reference_env": "tf1.14", "reference_cell": cell, "log_ratio": x,
+                 "left_median_s": 0.01, "right_median_s": 0.01}
+                for i, t in enumerate(truth) for r, x in enumerate(rng.normal(t + offset, 0.02, 4))]
+        folder = tmp_path / f"r{run}"
+        folder.mkdir()
+        bundle.write_table(duets.duets_table(recs), folder / "duets.csv")
+        pd.DataFrame([{"env": "tf2.0", "cell_id": f"c{i}", "status": "ok", "median_s": 0.01,
+                       "ci_low_s": 0.0097, "ci_high_s": 0.0103} for i in range(5)]).to_csv(
+            folder / "cells.csv", index=False)
+        folders.append(str(folder))
+    run = subprocess.run([sys.executable, compare_runs.__file__, *folders], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    duet = lines.index(next(x for x in lines if x.startswith("cross-run check, duets")))
+    assert "power at these sizes (50 rows" in lines[duet + 2]
+    pooled = next(x for x in lines if x.startswith("duets pooled over 3 runs"))
+    assert "p " in pooled and "tau" in pooled
