@@ -4,8 +4,15 @@ rerun, and do two runs say the same?
 Lines up two results folders (two runs on one machine, or two machines; a published docs/ folder
 works too) from their tables alone (<folder>/tables/*.csv, or <folder>/*.csv), matching what both
 hold (two studies may differ in their envs: what only one holds is listed, not an error), and
-prints, calibration first (driver/stats/calibration.py):
-- cross-run calibration of cells and of comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
+prints, calibration first:
+- the cross-run checks, each with its verdict and, beside it, its power at these runs' sizes
+  (P(fails) for intervals 1.5 and 2 times too narrow) and how often correct intervals pass
+  (driver/stats/crossrun_judge.py; docs/calibration.md): duets (the common shift and the spread
+  about it), cells (the spread about the run's shift), comparisons (their differences whitened
+  by the shared-cell structure); with a third run or more (`compare_runs.py A B C ...`), the
+  duets' run offsets tested together and tau, the run-level sd, with its interval;
+- beside them, figures that decide nothing (driver/stats/calibration.py):
+  cells and comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
   se_B^2) with Welch degrees of freedom (cells: after the whole run's shift, printed apart, and
   again with the shift left in), the
   share beyond the critical value against its nominal

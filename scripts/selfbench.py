@@ -308,10 +308,8 @@ def quick_study(args, default, quick) -> tuple[dict, pd.DataFrame]:
 
 
 def calibration_checks(pairs: pd.DataFrame, runs, figures: dict) -> list[str]:
-    """The cross-run checks with their power and size, as compare-runs prints them
-    (driver/stats/crossrun_judge.py): the A/A pairs' spread about their common shift, and with
-    --from-runs the duets', cells' and comparisons' checks of the two runs. Adds the figures to
-    `figures` ("aa_check", "cross_run")."""
+    """Cross-run checks with power and size as compare-runs prints them: the A/A pairs' spread
+    and, with --from-runs, the two runs' (figures "aa_check", "cross_run")."""
     lines = []
     if len(pairs) >= 3 and {"ratio", "se_log", "df"} <= set(pairs.columns):
         log_ratio = np.log(pd.to_numeric(pairs["ratio"], errors="coerce").to_numpy(float))
@@ -325,9 +323,8 @@ def calibration_checks(pairs: pd.DataFrame, runs, figures: dict) -> list[str]:
         import compare_runs
 
         out = compare_runs.compare_runs(*runs)
-        figures["cross_run"] = {k: out[k]["check"] for k in ("cells_calibration",
-                                                             "comparisons_calibration")}
-        figures["cross_run"]["duets_calibration"] = out["duets_calibration"].get("check")
+        figures["cross_run"] = {k: out[k].get("check") for k in (
+            "cells_calibration", "comparisons_calibration", "duets_calibration")}
         lines += compare_runs.checks_text(out)
     return lines
 

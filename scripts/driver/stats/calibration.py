@@ -15,6 +15,12 @@ wrong by a stated amount fails it (tests/unit/stats/test_calibration.py plants t
   cells the whole run's shift (the median difference) is taken out first and reported apart.
 - Agreement of verdicts split by effect size, beside what the model expects (a parametric bootstrap
   of two runs from the estimates and their standard errors, verdicts as the study makes them).
+
+The cross-run share beyond and shared_cells_range are figures now, not verdicts: at the study's
+sizes a count of rows beyond their intervals passes intervals 1.5 times too narrow about half the
+time and never tests the shift common to all rows. compare-runs decides by driver/stats/crossrun.py
+(shift and dispersion of normal scores; comparisons by crossrun_structure.py), each check printed
+with its power (crossrun_power.py; docs/calibration.md).
 """
 import math
 from collections.abc import Sequence

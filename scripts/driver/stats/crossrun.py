@@ -2,7 +2,7 @@
 first run's intervals say?
 
 The count this replaces (calibration.cross_run: the share of rows beyond their combined
-intervals, against the binomial CI of 5 %) passes intervals 1.5x too narrow about half the time
+intervals, against the binomial CI of 5 %) passes intervals 1.5 times too narrow about half the time
 at the study's sizes (50 duet rows, 4 duets a row, df 3), and it never looks at the shift common to
 all rows. Two statistics of the same rows do better, and each says why a pair fails:
 

@@ -2,7 +2,7 @@
 selfbench print (one place, so both print the same figures).
 
 - duets: crossrun.check (shift + dispersion) on the matched rows of two duets tables; power
-  from crossrun_power (patterns "row" and "shared", 1.5x and 2x).
+  from crossrun_power (patterns "row" and "shared", 1.5 and 2 times too narrow).
 - cells: crossrun.check(centre=True) (the run's shift taken out and reported); power "row".
 - comparisons: crossrun_structure (Mahalanobis over the shared-cell structure); power "cell" and
   "reference" (the cells shared by 5 or more rows).

@@ -104,7 +104,7 @@ def power_table(se_a, df_a, se_b, df_b, centre: bool = False, alpha: float = cro
 
 
 def power_text(table: dict) -> str:
-    """One line: the power at 1.5x and 2x (each pattern) and the size, with what it means."""
+    """One line: the power at 1.5 and 2 times too narrow (each pattern) and the size, with what it means."""
     names = {"row": "offset per row", "shared": "one offset for all rows",
              "cell": "every cell", "reference": f"the {table.get('reference_cells')} cells in "
              "5+ rows"}
