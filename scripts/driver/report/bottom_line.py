@@ -108,9 +108,13 @@ def mode_line(head: pd.DataFrame, mode: str, api: str, reference: str, level: fl
 def duet_rows(duets: pd.DataFrame, mode: str, legacy: bool = False) -> pd.DataFrame:
     """The duets table's rows of one mode, in version order: the Keras each version's users get
     by default (tf.keras; from TF 2.16 Keras 3 in eager mode, tf_keras in graph mode, where
-    Keras 3 has none), or with legacy=True the eager rows of the legacy tf_keras beside Keras 3."""
+    Keras 3 has none), or with legacy=True the eager rows of the legacy tf_keras beside Keras 3.
+    The answer's claims (statements.py) and the duets section read their rows here."""
     if duets.empty or "mode" not in duets.columns:
         return pd.DataFrame()
+    # an A/A row (the reference against itself; its own table, duets_aa) is never a version
+    duets = duets[col(duets, "env").map(text) != col(duets, "right_env").map(text)] \
+        if {"env", "right_env"} <= set(duets.columns) else duets
     part = duets[(col(duets, "mode").map(text) == mode)
                  & (col(duets, "api").map(text) == HEADLINE_API)]
     keras = col(part, "keras").map(text)

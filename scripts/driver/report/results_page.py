@@ -3,7 +3,7 @@ first screen in words, what ran, the verdicts per comparison table, failed and s
 machines side by side), never typed. scripts/republish.py writes it for the published runs."""
 import pandas as pd
 
-from driver.report import answer
+from driver.report import answer, duet_checks
 from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.fmt import wall_text
 from driver.report.questions import questions
@@ -77,7 +77,8 @@ def results_page(tables, min_effect: float, runs=None) -> str:
                 run.get("ended_utc"), wall_text(run.get("wall_s"))))
         out.append("")
     out += ["## The answer", ""] + answer_lines(tabs, min_effect, bottom["reference"])
-    out += ["", "## More from this run", ""]
+    out += [""] + duet_checks.markdown(tabs)
+    out += ["## More from this run", ""]
     for line in more_lines(bottom):
         tally = " (%s)" % line["tally"] if line.get("tally") else ""
         note = " (%s)" % line["note"] if line.get("note") else ""

@@ -22,11 +22,10 @@ import numpy as np
 import pandas as pd
 
 from driver.report.answer import headline_rows, like_for_like, norm_verdict
+from driver.report.bottom_line import HEADLINE_API, duet_rows
 from driver.report.fmt import col, num, records, text, version_key
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
 from driver.study import layout
-
-HEADLINE_API = "train_on_batch"
 
 MODES = {
     "graph": "TF 1-style graph: `tf.compat.v1.disable_eager_execution()` in TF 2, sessions in TF 1",
@@ -219,18 +218,6 @@ def _on(df: pd.DataFrame, machine: str) -> pd.DataFrame:
     return df[col(df, "machine").map(text) == machine]
 
 
-def _duet_part(duets: pd.DataFrame, mode: str, legacy: bool = False) -> pd.DataFrame:
-    """The duets' rows of one mode: the Keras each version's users get by default (tf.keras;
-    from TF 2.16 Keras 3 in eager mode, tf_keras in graph mode, where Keras 3 has none), or with
-    legacy=True the eager rows of the legacy tf_keras beside Keras 3."""
-    part = duets[(col(duets, "mode").map(text) == mode)
-                 & (col(duets, "api").map(text) == HEADLINE_API)]
-    keras = col(part, "keras").map(text)
-    has_k3 = set(col(part[keras == "keras3"], "env").map(text))
-    legacy_rows = (keras == "tf_keras") & col(part, "env").map(text).isin(has_k3)
-    return part[legacy_rows] if legacy else part[~legacy_rows]
-
-
 def _cells_part(tf2: pd.DataFrame, mode: str, lefts: set) -> pd.DataFrame:
     """tf2_vs_tf1 rows of a mode (train_on_batch, numpy) whose TF 2 side uses one of `lefts`
     against TF 1's tf.keras (Keras 3 is not like for like, so it is taken apart here)."""
@@ -251,10 +238,10 @@ def training_rows(tabs: dict, machine: str = "") -> dict:
     the study has any, else from tf2_vs_tf1's like-for-like rows; and "source"."""
     duets = _on(tabs.get("duets", pd.DataFrame()), machine)
     if not duets.empty and "mode" in duets.columns:
-        eager = _duet_part(duets, "eager")
+        eager = duet_rows(duets, "eager")
         k3 = col(eager, "keras").map(text) == "keras3"
-        k2 = pd.concat([eager[~k3], _duet_part(duets, "eager", legacy=True)])
-        return {"graph": rows_of(_duet_part(duets, "graph"), "graph"),
+        k2 = pd.concat([eager[~k3], duet_rows(duets, "eager", legacy=True)])
+        return {"graph": rows_of(duet_rows(duets, "graph"), "graph"),
                 "keras3": rows_of(eager[k3], "eager"), "keras2": rows_of(k2, "eager"),
                 "source": "duets"}
     tf2 = _on(tabs.get("tf2_vs_tf1", pd.DataFrame()), machine)

@@ -1,12 +1,15 @@
 """The headline in duets, after the answer: how duets are made and read, and per mode each TF 2.x
 version's row of the duets table (driver/tables/duets.py): its ratio, its tested interval (each
-row's false-coverage-rate interval: it excludes 1 exactly when the row is called faster or
-slower), its equivalence interval, the bound that holds for every version at once and the
-duets behind it. The forest plots of these rows are the answer's (sections/verdict.py). A study
-without duets (config `duets.modes: []`) shows none."""
+row's false-coverage-rate interval: a row called faster or slower leaves 1 out; an equivalent
+row may too, since equivalence is decided first), its equivalence interval, the bound that holds
+for every version at once and the duets behind it; then the duets' own checks
+(driver/report/duet_checks.py: the A/A rows and the health check of rounds), where the run's
+tables have them. The forest plots of these rows are the answer's (sections/verdict.py). A
+study without duets (config `duets.modes: []`) shows none."""
 import math
 
 from driver.report.bottom_line import duet_rows
+from driver.report.duet_checks import duet_checks
 from driver.report.fmt import cell, col, ncol, num, records, text
 from driver.report.forest import SUBJECT
 from driver.stats.verdicts import INCONCLUSIVE, WORDS, verdict_word, words
@@ -72,7 +75,7 @@ def build(data) -> dict:
                       "rows": table_rows(rows, f"duets-{mode}")})
     levels = ncol(duets, "ci_level").dropna()
     flagged = ncol(duets, "n_flagged")
-    return {"modes": modes, "reference": reference,
+    return {"modes": modes, "reference": reference, "checks": duet_checks(data.tabs),
             "metered": bool(flagged.notna().any()), "flagged": int(flagged.fillna(0).sum()),
             "duets_ok": int(ncol(duets, "n").fillna(0).sum()),
             "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,

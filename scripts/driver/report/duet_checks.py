@@ -1,0 +1,141 @@
+"""The duets' own checks, in words, per machine: built once from the duets_aa and duet_rounds
+tables (driver/tables/duets.py, duet_rounds.py) and printed by the report's duets section and
+docs/RESULTS.md.
+
+- A/A: the reference env's headline cell in a duet against itself. Both sides run the same code,
+  so a row called faster or slower is a false positive of the duet procedure, and its ratio
+  (the side timed second over the side timed first) is the order bias.
+- Health check: per mode, a replicate round whose duets moved every row together (`moved`: the
+  F test of rounds rejects and the round's shift interval leaves 0 out), a state of the
+  machine the duets did not cancel.
+
+Runs whose tables lack them (duets from before A/A rows or the health check) say nothing: a
+machine without A/A rows gets no A/A sentence, a table without rounds no health sentence. The
+A/A rows are never versions: they are read from duets_aa only, never from duets."""
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from driver.report.fmt import col, num, records, text
+from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER, norm_code
+
+MODE_ORDER = ("graph", "eager")
+
+
+@dataclass(frozen=True)
+class Check:
+    machine: str
+    kind: str  # "aa" or "rounds"
+    text: str
+    cls: str  # "ok" (nothing found) or "warn" (a false positive, a round that moved)
+    rows: tuple  # the ids of the table rows it covers: "machine:mode[:round]"
+
+
+def _modes(df: pd.DataFrame) -> list[str]:
+    found = {text(m) for m in col(df, "mode").dropna()}
+    return [m for m in MODE_ORDER if m in found] + sorted(found - set(MODE_ORDER))
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f} %"
+
+
+def aa_check(aa: pd.DataFrame, machine: str) -> Check | None:
+    """'A/A (TF 1.14.0 against itself): 0 of 2 rows called different; graph 1.004x (tested
+    interval 0.99–1.02x) equivalent, ...; order bias +0.4 % (graph), ...', or None without
+    rows."""
+    part = aa[col(aa, "machine").map(text) == machine] if machine else aa
+    rows = [r for r in records(part) if math.isfinite(num(r.get("ratio")))]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (_modes(part).index(text(r.get("mode"))), text(r.get("keras"))))
+    different = [r for r in rows if norm_code(r.get("verdict")) in (LEFT_FASTER, RIGHT_FASTER)]
+    versions = sorted({text(r.get("left_framework_version")) for r in rows} - {""})
+    who = f"TF {', '.join(versions)} against itself" if versions else "the reference against itself"
+    parts = []
+    for r in rows:
+        code = norm_code(r.get("verdict"))
+        word = ("called different, a false positive" if code in (LEFT_FASTER, RIGHT_FASTER)
+                else "equivalent" if code == EQUIVALENT else "undecided")
+        parts.append(f"{text(r.get('mode'))} {num(r.get('ratio')):.3f}x (tested interval "
+                     f"{num(r.get('ratio_ci_low')):.3f}–{num(r.get('ratio_ci_high')):.3f}x, "
+                     f"{int(num(r.get('n')))} duets) {word}")
+    bias = ", ".join(f"{_pct(num(r.get('ratio')) - 1)} ({text(r.get('mode'))})" for r in rows)
+    sentence = (f"A/A ({who}): {len(different)} of {len(rows)} row{'s' * (len(rows) != 1)} "
+                f"called different; {'; '.join(parts)}. Order bias (the ratio's distance from "
+                f"1): {bias}.")
+    return Check(machine, "aa", sentence, "warn" if different else "ok",
+                 tuple(f"{machine}:{text(r.get('mode'))}:{text(r.get('keras'))}" for r in rows))
+
+
+def rounds_check(rounds: pd.DataFrame, machine: str) -> Check | None:
+    """'Health check: of 8 replicate rounds (4 per mode), 3 moved every row together: eager
+    round 0 (+1.8 %, interval ...)...', or 'none moved'; None without rounds."""
+    part = rounds[col(rounds, "machine").map(text) == machine] if machine else rounds
+    if part.empty or "moved" not in part.columns:
+        return None
+    moved_col = col(part, "moved").map(lambda v: text(v).lower() in ("true", "1"))
+    per_mode = []
+    for mode in _modes(part):
+        mine = part[col(part, "mode").map(text) == mode]
+        n = len(mine)
+        moved = [r for r, m in zip(records(mine), moved_col[mine.index]) if m]
+        if moved:
+            what = ", ".join(f"round {int(num(r.get('round')))} "
+                             f"({_pct(math.exp(num(r.get('shift'))) - 1)}, interval "
+                             f"{_pct(math.exp(num(r.get('shift_ci_low'))) - 1)} to "
+                             f"{_pct(math.exp(num(r.get('shift_ci_high'))) - 1)})"
+                             for r in moved)
+            per_mode.append(f"{mode}: {len(moved)} of {n} rounds moved, {what}")
+        else:
+            p = num(mine["p_round"].iloc[0]) if "p_round" in mine.columns else math.nan
+            per_mode.append(f"{mode}: none of {n} rounds moved"
+                            + (f" (F test of rounds p = {p:.2g})" if math.isfinite(p) else ""))
+    total = int(moved_col.sum())
+    sentence = "Health check of rounds: " + "; ".join(per_mode) + "."
+    return Check(machine, "rounds", sentence, "warn" if total else "ok",
+                 tuple(f"{machine}:{text(r.get('mode'))}:{int(num(r.get('round')))}"
+                       for r in records(part)))
+
+
+def duet_checks(tabs: dict) -> list[dict]:
+    """[{"machine", "checks": [Check]}] per machine with an A/A row or a health check; [] when
+    the run's tables have neither (older runs)."""
+    aa = tabs.get("duets_aa", pd.DataFrame())
+    rounds = tabs.get("duet_rounds", pd.DataFrame())
+    keys = set()
+    for df in (aa, rounds):
+        if df is not None and not df.empty and "machine" in df.columns:
+            keys |= {text(m) for m in df["machine"].dropna()}
+    if not keys and any(df is not None and not df.empty for df in (aa, rounds)):
+        keys = {""}
+    out = []
+    for machine in sorted(keys):
+        found = [c for c in (aa_check(aa if aa is not None else pd.DataFrame(), machine),
+                             rounds_check(rounds if rounds is not None else pd.DataFrame(),
+                                          machine)) if c]
+        if found:
+            out.append({"machine": machine, "checks": found})
+    return out
+
+
+def markdown(tabs: dict) -> list[str]:
+    """RESULTS.md's lines ([] when the run has no such tables): one bullet per machine and
+    check."""
+    found = duet_checks(tabs)
+    if not found:
+        return []
+    several = len(found) > 1
+    out = ["## The duets' own checks", "",
+           "Not part of the answer: the duets checked on themselves, per machine. A/A "
+           "(`duets_aa`): the reference against itself, so a row called different is a false "
+           "positive and its ratio is the order bias. Health check (`duet_rounds`): a replicate "
+           "round (numbered from 0) moved when it shifted every row of a mode together (its "
+           "shift: the round's ratios against their rows' means), a state of the machine the "
+           "duets did not cancel.", ""]
+    for m in found:
+        for c in m["checks"]:
+            out.append(f"- {'**' + m['machine'] + '**: ' if several and m['machine'] else ''}"
+                       f"{c.text}")
+    return out + [""]
