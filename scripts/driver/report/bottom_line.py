@@ -224,10 +224,18 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
         bits.append(f"{text(r.get('left_family'), text(r.get('left_framework')))} "
                     f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({said})")
     ref = rows[0]
+    level, cands = num(ref.get("ci_level")), num(ref.get("candidates"))
+    # C9: these intervals are adjusted for every candidate; the guidance compares each
+    # configuration with the fastest alone, so a pair can be undecided here and told apart there
+    basis = (f" (intervals at {level * 100:.2f} %, adjusted for the {int(cands)} candidates "
+             "each best was picked from; the guidance's lists test each configuration against "
+             "the fastest alone, so they can tell apart what is undecided here)"
+             if math.isfinite(level) and math.isfinite(cands) else "")
     tf = (f"TensorFlow's best {num(ref.get('right_median_s')) * 1e3:,.1f} ms "
           f"(TF {text(ref.get('right_framework_version'))} {text(ref.get('right_mode'))} "
           f"{text(ref.get('right_api'))}, {text(ref.get('right_keras'))})")
-    return {"what": "Best against best (training)", "text": "; ".join(bits) + f" against {tf}.",
+    return {"what": "Best against best (training)",
+            "text": "; ".join(bits) + f" against {tf}{basis}.",
             "cls": "mixed"}
 
 

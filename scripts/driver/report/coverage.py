@@ -2,9 +2,11 @@
 versions. From cells.csv, the machines' facts and the config; never a guess about a cell file."""
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from driver.report.fmt import col, records, text, version_key
+from driver.study import layout
 from tfspeed import cells as tfcells
 from tfspeed import models as tfmodels
 
@@ -46,15 +48,15 @@ def coverage(cells: pd.DataFrame, machines: dict, config: dict) -> dict:
     for r in records(cells):
         env = text(r.get("env"))
         versions.setdefault(env, (text(r.get("framework")), text(r.get("framework_version"))))
-        if text(r.get("status")) == "ok":
-            per_env[env] += 1
+        if text(r.get("status")) == "ok" and not layout.is_twin(text(r.get("machine"))):
+            per_env[env] += 1  # the twin keys' cells are copies of the A/A check, not versions
     tf_envs = sorted((e for e, (fw, _) in versions.items() if fw in ("tensorflow", "")),
                      key=lambda e: version_key(versions[e][1] or e))
     ok_counts = [per_env[e] for e in tf_envs if per_env[e]]
     missing = [(e, "no cell ran ok (see Failed cells)") for e in tf_envs if not per_env[e]]
     missing += NOT_INSTALLABLE
     spread = (f"; {min(ok_counts)}–{max(ok_counts)} ok cells per version, median "
-              f"{sorted(ok_counts)[len(ok_counts) // 2]}" if ok_counts else "")
+              f"{np.median(ok_counts):g}" if ok_counts else "")
     rows.append({"what": "TensorFlow versions",
                  "measured": ", ".join(versions[e][1] or e for e in tf_envs if per_env[e])
                  + spread, "missing": missing})
@@ -102,6 +104,13 @@ def coverage(cells: pd.DataFrame, machines: dict, config: dict) -> dict:
     sizes = ", ".join(pairs) or "no"
     summary = (f"Measured here: {len([e for e in tf_envs if per_env[e]])} TensorFlow versions, "
                f"{sizes} model-data only, {gpu_text}"
-               + (f"; most versions hold {sorted(ok_counts)[len(ok_counts) // 2]} cells"
-                  if ok_counts else "") + ".")
+               + (f"; {common_count(ok_counts)}" if ok_counts else "") + ".")
     return {"rows": rows, "summary": summary}
+
+
+def common_count(ok_counts: list[int]) -> str:
+    """'10 of 24 versions hold 2 ok cells': the most common number of ok cells per version (the
+    larger on a tie) and how many versions hold it, from the same counts as the row above."""
+    tally = Counter(ok_counts)
+    cells, k = max(tally.items(), key=lambda kv: (kv[1], kv[0]))
+    return f"{k} of {len(ok_counts)} versions hold {cells} ok cell{'s' * (cells != 1)}"

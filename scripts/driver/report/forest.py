@@ -19,6 +19,7 @@ from driver.stats.verdicts import (
     verdict_word,
     words,
 )
+from driver.study import layout
 from driver.tables.ordering import AXIS_ORDER
 
 SUBJECT = "TF 2"  # the left side of every forest row: a verdict's words name it
@@ -101,8 +102,10 @@ def forest_svg(panel: dict, min_effect: float, reference: str) -> str:
     finding = ""
     if heads:
         ratios = [r["ratio"] for r in heads]
+        # rows, not versions: a version may have a row per Keras (Keras 3 and tf_keras)
+        n_versions = len({r.get("version") or r["label"].split(" ")[0] for r in heads})
         finding = (f": {', '.join(f'{w} in {n}' for w, n in counts.items())} of {len(heads)} "
-                   f"versions, ratios {min(ratios):.2f}–{max(ratios):.2f}x")
+                   f"rows ({n_versions} versions), ratios {min(ratios):.2f}–{max(ratios):.2f}x")
     has_eq = any(not (math.isnan(num(r.get("eq_lo"))) or math.isnan(num(r.get("eq_hi"))))
                  for r in rows)
     label = (f"Forest plot, {panel['title']}, TF 2 step time divided by {reference}'s"
@@ -229,5 +232,16 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
                    + (f"; dashed: {reference_env}" if refline else "") + ".")
         panels.append({"title": title.replace("\n", ", "), "caption": caption,
                        "svg": fig_svg(fig, label)})
-    fewer = df.groupby(HISTORY_KEYS).ngroups - len(panels) if len(df) else 0
-    return {"panels": panels, "fewer": fewer, "min_versions": min_versions}
+    return {"panels": panels, "fewer": fewer_versions(df, min_versions),
+            "min_versions": min_versions}
+
+
+def fewer_versions(df: pd.DataFrame, min_versions: int) -> int:
+    """How many TensorFlow configurations of the study's machines (not the twin keys, whose
+    few cells are copies of the A/A check) were measured in fewer than `min_versions` TF
+    versions, so have no panel: the versions table holds them."""
+    if df.empty:
+        return 0
+    main = df[~col(df, "machine").map(layout.is_twin)]
+    counts = main.groupby(HISTORY_KEYS)["env"].nunique()
+    return int((counts < min_versions).sum())

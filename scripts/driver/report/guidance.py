@@ -200,12 +200,20 @@ def _rule(key, rows: list[dict], kind: str, n_measured: int) -> dict:
         exc.append(f"{v}: " + interval_text([num(r.get("_ratio"))], [num(r.get("_low"))],
                                             [num(r.get("_high"))]))
     family = key[0]
+    # the ratios and intervals of every version the range names (its undecided ones too), so
+    # the range printed covers exactly the versions it states; the undecided ones are named
+    covered = [by_version[v] for v in rng["inside"]]
+    open_ = [v for v in rng["inside"] if status[v] == "open"]
     return {"rule": rule_label(key), "key": key,
             "where": _where(rng, family, n_measured), "exceptions": exc,
+            "open": [f"{v}: " + interval_text([num(by_version[v].get("_ratio"))],
+                                              [num(by_version[v].get("_low"))],
+                                              [num(by_version[v].get("_high"))])
+                     for v in open_],
             "ratio_lo": min(num(r.get("_ratio")) for r in ins),
-            "ratio": interval_text([num(r.get("_ratio")) for r in ins],
-                                   [num(r.get("_low")) for r in ins],
-                                   [num(r.get("_high")) for r in ins]),
+            "ratio": interval_text([num(r.get("_ratio")) for r in covered],
+                                   [num(r.get("_low")) for r in covered],
+                                   [num(r.get("_high")) for r in covered]),
             "switch": switch_text(ins[-1], key)}
 
 

@@ -47,12 +47,19 @@ def new_envs(cells: pd.DataFrame, gap_s: float = NEW_ENV_GAP_S) -> list[str]:
     return out
 
 
+def keras_label(r: dict) -> str:
+    """The Keras a row's two sides use: one name when both use the same (tf_keras on both sides
+    is tf_keras, whatever the `keras` axis says), 'earlier → later' when they differ."""
+    keras, left, right = (text(r.get(k)) for k in ("keras", "left_keras", "right_keras"))
+    if left and right:
+        return left if left == right else f"{right} → {left}"
+    return left or keras
+
+
 def _config(r: dict) -> str:
     parts = [text(r.get(a)) for a in ("model", "data")]
     label = f"{parts[0]} model, {parts[1]} data · " if all(parts) else ""
-    keras = text(r.get("keras"))
-    if text(r.get("left_keras")) and text(r.get("left_keras")) != keras:
-        keras = f"{text(r.get('right_keras'))} → {text(r.get('left_keras'))}"
+    keras = keras_label(r)
     axes = [keras, text(r.get("mode")), text(r.get("api")), text(r.get("input")),
             text(r.get("device"))]
     return label + " · ".join(a for a in axes if a and a != "none")
@@ -142,6 +149,13 @@ CP_COLUMNS = [{"label": c, "num": n} for c, n in (
     ("level after ms", True), ("after / before [CI]", True), ("step", False))]
 
 
+def reaches_one(r: dict) -> bool:
+    """A change point whose interval (simultaneous over every step the segmentation could
+    report) holds 1: the series stepped by the segmentation's test, not by its interval."""
+    lo, hi = num(r.get("ratio_ci_low")), num(r.get("ratio_ci_high"))
+    return math.isfinite(lo) and math.isfinite(hi) and lo <= 1 <= hi
+
+
 def changepoint_view(cps: pd.DataFrame, order: list[str]) -> dict:
     """The change points found (one row each, newest release first) and the count of series
     tested without any."""
@@ -154,19 +168,22 @@ def changepoint_view(cps: pd.DataFrame, order: list[str]) -> dict:
         ratio = num(r.get("ratio"))
         slower = text(r.get("direction")) == "slower"
         step = f"{ratio:.2f}x the time" if slower else f"{1 / ratio:.2f}x as fast"
+        if reaches_one(r):  # placed by the segmentation, not confirmed by its interval
+            step += ", not sure: its interval reaches 1"
         bl, al = num(r.get("before_level_s")), num(r.get("after_level_s"))
         out.append([cell(_config(r)), cell(text(r.get("line"))),
                     cell(f"{text(r.get('before_env'))} → {text(r.get('after_env'))}"),
                     cell(fmt_ms(bl), "num", v=bl), cell(fmt_ms(al), "num", v=al),
                     cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
                          f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
-                    cell(step, "neg" if slower else "pos")])
+                    cell(step, "" if reaches_one(r) else "neg" if slower else "pos")])
     tested = [r for r in rows if text(r.get("direction")) != "not segmented"]
     series = {tuple(text(r.get(k)) for k in ("machine", "line", *PANEL_KEYS[1:]))
               for r in tested}
     alphas = {num(r.get("alpha")) for r in tested if not math.isnan(num(r.get("alpha")))}
     return {"table": {"id": "t-changepoints", "columns": CP_COLUMNS, "rows": out},
             "n_found": len(out), "n_series": len(series),
+            "n_unsure": sum(1 for r in found if reaches_one(r)),
             "n_flat": sum(1 for r in tested if text(r.get("direction")) == "none"),
             "n_short": sum(1 for r in rows if text(r.get("direction")) == "not segmented"),
             "alpha": min(alphas) if alphas else math.nan}
