@@ -17,7 +17,10 @@ MARGIN = math.log1p(0.10)
 
 @pytest.fixture(scope="module")
 def graph():
+    """The graph-mode duet rows of the first published machine key (docs/tables holds them
+    side by side)."""
     tab = pd.read_csv(TABLES / "duets.csv")
+    tab = tab[tab["machine"] == sorted(tab["machine"].unique())[0]]
     return tab[tab["mode"] == "graph"].reset_index(drop=True)
 
 

@@ -15,8 +15,23 @@ from scipy import stats as sps
 
 from driver.stats import crossrun, crossrun_power, crossrun_structure, moderated
 
-TABLES = Path(__file__).resolve().parents[3] / "docs" / "tables"
+PUBLISHED = Path(__file__).resolve().parents[3] / "docs" / "tables"
 DUETS = 4  # duets a row, as the study runs them
+MACHINES = sorted(pd.read_csv(PUBLISHED / "duets.csv")["machine"].unique())
+
+
+@pytest.fixture(scope="module", params=MACHINES)
+def tables(request, tmp_path_factory):
+    """The published tables of one machine key (its twins' cells included): a study's real
+    sizes. docs/tables holds every published machine side by side."""
+    folder = tmp_path_factory.mktemp("tables")
+    for path in PUBLISHED.glob("*.csv"):
+        tab = pd.read_csv(path)
+        if "machine" in tab.columns and len(tab):
+            base = tab["machine"].astype(str).str.removesuffix(".twin")
+            tab = tab[base == request.param]
+        tab.to_csv(folder / path.name, index=False)
+    return folder
 
 
 def rate(k, n):
@@ -25,8 +40,8 @@ def rate(k, n):
 
 
 @pytest.fixture(scope="module")
-def duet_se():
-    tab = pd.read_csv(TABLES / "duets.csv")
+def duet_se(tables):
+    tab = pd.read_csv(tables / "duets.csv")
     assert len(tab) == 50 and set(tab["n"]) == {DUETS}
     return tab["se_log"].to_numpy(float)
 
@@ -94,15 +109,17 @@ def test_duets_pass_correct_intervals(duet_se):
 
 
 def test_duets_fail_a_planted_shared_shift(duet_se):
-    """Every row of run A moved by 0.005 (the shift the audit found between the two quiet Intel
-    runs, t about -2.5): the check fails it most of the time, and says it is the shift."""
-    runs = duet_runs(np.random.default_rng(6), duet_se, SIMS, shift=0.005)
-    assert fails(runs).mean() >= 0.6
+    """Every row of run A moved alike by 3 standard errors of the rows' mean difference (the
+    audit found t about -2.5 between the two quiet Intel runs, about 6 against the disturbed one):
+    the check fails it most of the time, and says it is the shift."""
+    shift = 3 * math.sqrt(2 * float((duet_se ** 2).sum())) / duet_se.size
+    runs = duet_runs(np.random.default_rng(6), duet_se, SIMS, shift=shift)
+    assert fails(runs).mean() >= 0.7
     (ea, sa), (eb, sb) = runs
     one = crossrun.check(ea[0], sa[0], np.full(50, 3.0), eb[0], sb[0], np.full(50, 3.0))
     assert not one["ok"] and "moved alike" in one["why"]
     lo, hi = one["shift_ci"]
-    assert lo < math.exp(0.005) < hi
+    assert lo < math.exp(shift) < hi
 
 
 def test_the_power_table_agrees_with_the_duet_by_duet_simulation(duet_se):
@@ -124,8 +141,8 @@ def test_the_old_count_misses_what_the_new_check_fails(duet_se):
     assert old["rate"] < 0.6 < 0.8 <= new["rate"]
 
 
-def test_cells_fail_intervals_15x_too_narrow_at_the_published_sizes():
-    cells = compare_runs.load_cells(TABLES)
+def test_cells_fail_intervals_15x_too_narrow_at_the_published_sizes(tables):
+    cells = compare_runs.load_cells(tables)
     se, df = cells["se_log"].to_numpy(float), cells["df"].to_numpy(float)
     table = crossrun_power.power_table(se, df, se, df, centre=True, sims=SIMS, seed=9)
     lo = table["row 1.5x"]["ci"][0]
@@ -173,10 +190,10 @@ def test_pooled_shift_is_calibrated_under_no_offset():
 
 
 @pytest.fixture(scope="module")
-def structure():
-    comps = compare_runs.load_comparisons(TABLES)
+def structure(tables):
+    comps = compare_runs.load_comparisons(tables)
     comps = comps[(comps["se_log"] > 0) & comps["left_cell"].notna()]
-    cells = compare_runs.load_cells(TABLES)
+    cells = compare_runs.load_cells(tables)
     keys = cells["env"] + "|" + cells["cell_id"] + "|" + cells["twin"]
     cell_se, cell_df = dict(zip(keys, cells["se_log"])), dict(zip(keys, cells["df"]))
     return crossrun_structure.Structure(comps["left_cell"], comps["right_cell"], cell_se, cell_se,
