@@ -113,9 +113,21 @@ def test_quick_study_outputs(quick_run):
     assert sorted(zip(duets["mode"], duets["keras"])) == [("eager", "keras3"),
                                                           ("eager", "tf_keras"),
                                                           ("graph", "tf_keras")]
-    assert (duets.n == 2).all() and (duets.n_failed == 0).all(), duets.reason.tolist()
+    # two duets each, a third for the rows the second look found open (results/duet_plans/)
+    plan = json.loads(next((work / "results/duet_plans").glob("*.json")).read_text())
+    opened = {(env, cid) for env, cid in plan["open"]}
+    aa = pd.read_csv(work / "results/tables/duets_aa.csv")
+    for table in (duets, aa):
+        want = [3 if (e, c) in opened else 2 for e, c in zip(table["env"], table["cell_id"])]
+        assert list(table.n) == want and (table.n_failed == 0).all(), table.reason.tolist()
+        assert (table.df == table.n - 1).all() and (table.n_look1 == 2).all()
+        assert (table.n_max == 3).all() and (table.p >= table.p_look).all()
     assert (duets.right_env == "tf1.14").all() and (duets.ratio > 0).all()
-    assert duets.se_log.notna().all() and (duets.df == 1).all()
+    assert duets.se_log.notna().all()
+    # the A/A rows: TF 1.14 against itself in both modes; the health check's rounds
+    assert sorted(aa["mode"]) == ["eager", "graph"] and set(aa["env"]) == {"tf1.14"}
+    rounds = pd.read_csv(work / "results/tables/duet_rounds.csv")
+    assert set(rounds["mode"]) == {"eager", "graph"} and set(rounds["round"]) >= {0, 1}
     for path in sorted((work / "results/duets").rglob("*.json")):
         duet = json.loads(path.read_text())
         assert duet["status"] == "ok", (path, duet.get("reason"), duet.get("log_tail"))
