@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components measure-fork slow-state architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components measure-fork slow-state decisions architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ dimension: venv  ## variance and cost per level, best repeats and window: make d
 
 components: venv  ## where the spread comes from and what each replicate costs (fresh pairs vs duets); quiet machine only: make components ARGS="--trials 20"
 	$(BIN)/python scripts/components.py $(ARGS)
+
+decisions: venv  ## what one run decided, per machine, as the goals count it: make decisions R=<results dir>
+	@test -n "$(R)" || { echo "usage: make decisions R=<results dir>" >&2; exit 2; }
+	$(BIN)/python scripts/decisions.py $(R) $(ARGS)
 
 slow-state: venv  ## what makes a process slow for its whole life (layout, huge pages, steal, ...): make slow-state ARGS="--n 14"; quiet machine only
 	$(BIN)/python scripts/slow_state.py $(ARGS)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -272,6 +273,44 @@ def duets_pooled(folders) -> dict:
     return crossrun_judge.pooled(est, se)
 
 
+def aa_duets(folders, q: float = 0.05) -> dict:
+    """The A/A duet rows (duets_aa.csv: the reference against itself) of every run given: how
+    many the duets' procedure called different (false positives, with their binomial CI against
+    the rows' nominal rate q), and the order bias (the mean log ratio over them, with its t
+    interval). Runs made before A/A rows have none: counted as such."""
+    tabs = []
+    for f in folders:
+        res = _results(f)
+        if res.has("duets_aa"):
+            tab = res.table("duets_aa")
+            tabs.append(tab[tab["n"] >= 2])
+    rows = pd.concat(tabs, ignore_index=True) if tabs else pd.DataFrame()
+    if rows.empty:
+        return {"runs": len(tabs), "n": 0}
+    codes = [verdicts.norm_code(v) for v in rows["verdict"]]
+    k = sum(c in verdicts.DECIDED for c in codes)
+    rate = calibration.rate(k, len(rows), q)
+    rate["ok"] = bool(rate["ci_low"] <= q)  # too many false positives fail; fewer do not
+    x = rows["log_ratio"].to_numpy(float)
+    bias = {"mean": float(np.mean(x)), "n": int(x.size)}
+    if x.size >= 2:
+        ci = sps.ttest_1samp(x, 0.0).confidence_interval(0.95)
+        bias.update(low=float(ci.low), high=float(ci.high))
+    return {"runs": len(tabs), "n": int(len(rows)), "different": rate,
+            "equivalent": sum(c == verdicts.EQUIVALENT for c in codes), "bias": bias}
+
+
+def aa_text(aa: dict) -> list[str]:
+    if not aa.get("n"):
+        return ["A/A duet rows: none in these runs (made before duets.aa)"]
+    b = aa["bias"]
+    interval = (f" (95 % CI {math.exp(b['low']):.3f}-{math.exp(b['high']):.3f})"
+                if "low" in b else "")
+    return [f"A/A duet rows over {aa['runs']} run(s): called different (false positives) "
+            f"{_rate_text(aa['different'])}; equivalent {aa['equivalent']} of {aa['n']}; "
+            f"order bias, second-timed side / first: {math.exp(b['mean']):.3f}{interval}"]
+
+
 def checks_text(out: dict) -> list[str]:
     """Each cross-run check's verdict with its power and size (driver/stats/crossrun_judge.py):
     the lines compare-runs and selfbench print."""
@@ -290,6 +329,8 @@ def checks_text(out: dict) -> list[str]:
     lines += crossrun_judge.verdict_text("cross-run check, comparisons (shared cells)",
                                          out["comparisons_calibration"]["check"])
     lines += crossrun_judge.pooled_text(out.get("duets_pooled", {}))
+    if "aa_duets" in out:
+        lines += aa_text(out["aa_duets"])
     return lines
 
 
@@ -319,6 +360,7 @@ def main(argv=None):
         print(f"compare-runs: {exc}", file=sys.stderr)
         return 2
     out["duets_pooled"] = pooled
+    out["aa_duets"] = aa_duets([args.a, args.b, *args.more])
     for line in checks_text(out):
         print(line)
     print("figures beside the checks (they decide nothing):")

@@ -113,3 +113,29 @@ def test_a_ci_level_column_gives_the_standard_error(tmp_path):
     got = compare_runs.load_comparisons(folder)
     assert got.at[0, "se_log"] == pytest.approx(se)
     assert compare_runs.load_comparisons(folder, 0.95).at[0, "se_log"] == pytest.approx(se)
+
+
+def test_aa_duet_rows_feed_the_false_positive_figure(tmp_path):
+    """duets_aa.csv of every run given: the share called different with its binomial CI (a
+    planted excess of false positives fails it), the order bias with its interval; runs without
+    A/A rows say so."""
+    def aa(folder, verdicts, logs):
+        folder.mkdir(parents=True)
+        pd.DataFrame([{"env": "tf1.14", "cell_id": f"c.{m}", "mode": m, "n": 4, "verdict": v,
+                       "log_ratio": x} for m, v, x in zip(("graph", "eager"), verdicts, logs)]
+                     ).to_csv(folder / "duets_aa.csv", index=False)
+        return folder.parent
+
+    quiet = [aa(tmp_path / f"q{i}" / "tables", ["equivalent", "equivalent"], [0.01, -0.004])
+             for i in range(3)]
+    out = compare_runs.aa_duets(quiet)
+    assert out["n"] == 6 and out["different"]["k"] == 0 and out["different"]["ok"]
+    assert out["equivalent"] == 6 and out["bias"]["low"] < out["bias"]["mean"] < out["bias"]["high"]
+    loud = [aa(tmp_path / f"l{i}" / "tables", ["right_faster", "left_faster"], [0.2, -0.2])
+            for i in range(3)]
+    bad = compare_runs.aa_duets(loud)
+    assert bad["different"]["k"] == 6 and not bad["different"]["ok"]
+    assert "MISCALIBRATED" in compare_runs.aa_text(bad)[0]
+    none = tables(tmp_path / "old" / "tables", ["left_faster"], [0.01]).parent
+    assert compare_runs.aa_duets([none])["n"] == 0
+    assert "none in these runs" in compare_runs.aa_text({"n": 0})[0]

@@ -1,0 +1,140 @@
+"""`make decisions R=<results dir>`: what one run decided, machine by machine, as the goals count it.
+
+From the run's tables (no timing; any finished study or published run):
+- headline (duets): per mode, the TF 2.x versions decided (faster, slower or equivalent) of those
+  measured; the duets' design (first look, at most) and how many rows the second look extended;
+- the cells' comparisons (every comparison table): of the rows whose estimated effect is 10 % or
+  more (ratio outside 1 / 1.1 .. 1.1), the share decided; of the rows within 5 % of equal, the
+  share equivalent;
+- twins (A/A cells): the share equivalent and the share called different;
+- A/A duets: the rows called different (false positives) and the order bias;
+- the health check (duet_rounds): rounds that moved every row.
+Every share is printed with its Clopper-Pearson 95 % CI. Prints a JSON line last.
+"""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from driver.stats import verdicts  # noqa: E402
+from driver.stats.calibration import clopper_pearson  # noqa: E402
+from driver.tables.results import Results  # noqa: E402
+
+DECIDED = set(verdicts.DECIDED) | {verdicts.EQUIVALENT}
+
+
+def share(k: int, n: int) -> dict:
+    lo, hi = clopper_pearson(k, n)
+    return {"k": int(k), "n": int(n), "share": k / n if n else math.nan, "ci": [lo, hi]}
+
+
+def _codes(table: pd.DataFrame) -> pd.Series:
+    return table["verdict"].map(verdicts.norm_code)
+
+
+def figures(results) -> dict:
+    """{machine: {...}} of one results folder (or its tables/, or docs/)."""
+    res = Results(results)
+    out: dict = {}
+
+    def per_machine(table: pd.DataFrame):
+        if "machine" not in table.columns:
+            return [("all", table)]
+        return list(table.groupby("machine"))
+
+    if res.has("duets"):
+        for machine, part in per_machine(res.duets()):
+            m = out.setdefault(machine, {})
+            for mode, rows in part.groupby("mode"):
+                codes = _codes(rows)
+                m.setdefault("headline", {})[mode] = {
+                    "decided": int(codes.isin(DECIDED).sum()), "rows": int(len(rows)),
+                    "second_look": int((rows["n"] > rows.get("n_look1", rows["n"])).sum())}
+    for name, table in res.comparisons().items():
+        if name in ("duets", "duets_aa", "twins") or "ratio" not in table.columns:
+            continue
+        for machine, part in per_machine(table):
+            ratio = pd.to_numeric(part["ratio"], errors="coerce")
+            codes = _codes(part)
+            big = (ratio >= 1.1) | (ratio <= 1 / 1.1)
+            near = (ratio >= 1 / 1.05) & (ratio <= 1.05)
+            m = out.setdefault(machine, {})
+            acc = m.setdefault("cells", {"effect_10": [0, 0], "within_5": [0, 0]})
+            acc["effect_10"][0] += int(codes[big].isin(DECIDED).sum())
+            acc["effect_10"][1] += int(big.sum())
+            acc["within_5"][0] += int((codes[near] == verdicts.EQUIVALENT).sum())
+            acc["within_5"][1] += int(near.sum())
+    for m in out.values():
+        if "cells" in m:
+            m["cells"] = {k: share(*v) for k, v in m["cells"].items()}
+    if res.has("twins"):
+        for machine, part in per_machine(res.table("twins")):
+            codes = _codes(part)
+            out.setdefault(machine, {})["twins"] = {
+                "equivalent": share(int((codes == verdicts.EQUIVALENT).sum()), len(part)),
+                "different": share(int(codes.isin(verdicts.DECIDED).sum()), len(part))}
+    if res.has("duets_aa"):
+        for machine, part in per_machine(res.table("duets_aa")):
+            codes = _codes(part)
+            out.setdefault(machine, {})["aa_duets"] = {
+                "different": share(int(codes.isin(verdicts.DECIDED).sum()), len(part)),
+                "ratios": [round(float(x), 4) for x in part["ratio"]]}
+    if res.has("duet_rounds"):
+        for machine, part in per_machine(res.table("duet_rounds")):
+            moved = part[part["moved"].astype(str).str.lower() == "true"]
+            out.setdefault(machine, {})["rounds_moved"] = [
+                f"{r['mode']} round {int(r['round'])}: {math.exp(r['shift']):.3f}"
+                for _, r in moved.iterrows()]
+    return out
+
+
+def text(figs: dict) -> list[str]:
+    def s(d):
+        return (f"{d['k']} of {d['n']} ({d['share']:.0%}, CI {d['ci'][0]:.0%}-{d['ci'][1]:.0%})"
+                if d["n"] else "none")
+
+    lines = []
+    for machine, m in sorted(figs.items()):
+        lines.append(f"machine {machine}:")
+        for mode, h in sorted(m.get("headline", {}).items()):
+            lines.append(f"  headline, {mode}: {h['decided']} of {h['rows']} rows decided "
+                         f"({h['second_look']} extended by the second look)")
+        if "cells" in m:
+            lines.append(f"  cells' comparisons with an effect of 10 % or more, decided: "
+                         f"{s(m['cells']['effect_10'])}")
+            lines.append(f"  cells' comparisons within 5 % of equal, equivalent: "
+                         f"{s(m['cells']['within_5'])}")
+        if "twins" in m:
+            lines.append(f"  twins equivalent: {s(m['twins']['equivalent'])}; called different: "
+                         f"{s(m['twins']['different'])}")
+        if "aa_duets" in m:
+            lines.append(f"  A/A duets called different: {s(m['aa_duets']['different'])}; "
+                         f"ratios {m['aa_duets']['ratios']}")
+        if "rounds_moved" in m:
+            lines.append("  health check, rounds that moved every row: "
+                         + ("; ".join(m["rounds_moved"]) or "none"))
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", help="a results folder (or its tables/, or docs/)")
+    args = parser.parse_args(argv)
+    try:
+        figs = figures(args.results)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"decisions: {exc}", file=sys.stderr)
+        return 2
+    for line in text(figs):
+        print(line)
+    print(json.dumps(figs, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
