@@ -42,9 +42,9 @@ def _pct(value: float) -> str:
 
 
 def aa_check(aa: pd.DataFrame, machine: str) -> Check | None:
-    """'A/A (TF 1.14.0 against itself): 0 of 2 rows called different; graph 1.004x (tested
-    interval 0.99–1.02x) equivalent, ...; order bias +0.4 % (graph), ...', or None without
-    rows."""
+    """'A/A (TF <reference> against itself): <k> of <n> rows called different; <mode> <ratio>
+    (tested interval <lo>–<hi>, <n> duets) <verdict>; ...; order bias <ratio - 1> (<mode>)',
+    or None without rows."""
     part = aa[col(aa, "machine").map(text) == machine] if machine else aa
     rows = [r for r in records(part) if math.isfinite(num(r.get("ratio")))]
     if not rows:
@@ -70,8 +70,8 @@ def aa_check(aa: pd.DataFrame, machine: str) -> Check | None:
 
 
 def rounds_check(rounds: pd.DataFrame, machine: str) -> Check | None:
-    """'Health check: of 8 replicate rounds (4 per mode), 3 moved every row together: eager
-    round 0 (+1.8 %, interval ...)...', or 'none moved'; None without rounds."""
+    """'Health check of rounds: <mode>: <k> of <n> rounds moved, round <r> (<shift>, interval
+    <lo> to <hi>), ...' or '<mode>: none of <n> rounds moved'; None without rounds."""
     part = rounds[col(rounds, "machine").map(text) == machine] if machine else rounds
     if part.empty or "moved" not in part.columns:
         return None

@@ -47,7 +47,8 @@ def check_report(docs: Path) -> None:
     assert bottom["lines"], "no bottom line from the published tables"
     first = html[:html.index('<section id="machines"')]
     asked = questions(tabs, float(config.get("min_effect", 0.10)), bottom["reference"])["items"]
-    for line in [{"what": q["question"], "text": q["text"]} for q in asked] + more_lines(bottom):
+    claims = [{"what": q["label"], "text": ln["text"]} for q in asked for ln in q["lines"]]
+    for line in claims + more_lines(bottom):
         # the answer and the rest of the bottom line, near the top, as the tables give them
         assert str(escape(line["what"])) in first and str(escape(line["text"])) in first, line
     sentences = answer.answer(tabs, float(config.get("min_effect", 0.10)))["sentences"]
