@@ -66,8 +66,9 @@ def test_answer_sentences_from_verdicts(synthetic):
     whats = [s["what"] for s in ans["sentences"]]
     # one sentence per mode and API, graph and eager both, in the axes' order
     assert whats == ["Eager mode, train_on_batch()", "Eager mode, fit() one step per call",
-                     "Eager mode, fit() over an epoch", "Graph mode, train_on_batch()",
-                     "Graph mode, fit() one step per call", "Graph mode, fit() over an epoch"]
+                     "Eager mode, fit() over an epoch", "TF 1-style graph, train_on_batch()",
+                     "TF 1-style graph, fit() one step per call",
+                     "TF 1-style graph, fit() over an epoch"]
     for s in ans["sentences"]:  # TF 2 was made 1.3x slower in both TF 2 envs
         assert re.search(r"^TF 2\.x is slower in 2 of 2 versions \(1\.[23]\d", s["text"]), s
         assert "within" not in s["text"]  # no "within 10 % in 0 of 2" beside two slower ones

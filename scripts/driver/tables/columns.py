@@ -71,6 +71,8 @@ COLUMNS = {c.name: c for c in [
          "(slower on one, faster on the other), differ (any other mix), one machine."),
     ]),
     *_cols("bool", "", None, [
+        ("moved", "duet_rounds: the round moved every row together (its shift interval excludes "
+         "0 and the rounds' F test rejects at fdr_q)."),
         ("significant", "left_faster or right_faster."),
         ("noisy", "The processes' log medians spread beyond noisy_threshold."),
         ("drift", "A significant trend in some process's block medians."),
@@ -113,6 +115,9 @@ COLUMNS = {c.name: c for c in [
         ("interaction_tost_ci_high", "Its upper end."),
     ]),
     *_cols("number", "", P, [
+        ("p_look", "The t test's p at the row's last look; p is its sequential p-value where "
+         "the design has two looks (driver/stats/sequential.py), else the same."),
+        ("p_round", "duet_rounds: the F test's p of the round effect (row + round)."),
         ("p", "The comparison's p-value."), ("p_adjusted", "Benjamini-Hochberg adjusted p."),
         ("drift_p", "The drift test's p-value."),
         ("between_sd", "The spread of the processes' log medians."),
@@ -192,6 +197,17 @@ COLUMNS = {c.name: c for c in [
         ("simultaneous_low", "A lower bound that holds for every row of the mode at once."),
         ("simultaneous_high", "An upper bound that holds for every row of the mode at once."),
         ("window_sd", "The spread of one window pair's log ratio inside a duet."),
+        ("n_look1", "Duets per row at the first look (config duets.replicates)."),
+        ("n_max", "Duets per row at most: rows still open after the first look get up to this "
+         "many (duets.max_replicates)."),
+        ("rows", "duet_rounds: the rows with an ok duet in the round."),
+        ("shift", "duet_rounds: the round's mean log ratio minus its rows' means (0: the round "
+         "moved nothing)."),
+        ("shift_ci_low", "Its interval at the study's level, lower end (t over the round's rows)."),
+        ("shift_ci_high", "Its upper end."),
+        ("f", "duet_rounds: the F statistic of the round effect."),
+        ("df_round", "Its numerator degrees of freedom."),
+        ("df_resid", "Its denominator degrees of freedom."),
         ("fails_if_1_5x_narrow", "The chance this A/A figure fails when intervals are 1.5x too "
          "narrow (its power, for this run's pairs and threshold)."),
         ("fails_if_2x_narrow", "The same when they are 2x too narrow."),

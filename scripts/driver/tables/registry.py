@@ -82,6 +82,21 @@ REGISTRY = [
           "called faster or slower), the equivalence test, the verdict, and bounds that hold "
           "for every version of a mode at once (simultaneous_low/high). See driver/tables/"
           "duets.py."),
+    Table("duets_aa", "A/A duets (the reference against itself)", None, None, None,
+          "ratio < 1 when the side timed second in each window pair is faster",
+          "The duets' own check (docs/design.md): the reference env's ({ref}) headline cell "
+          "against itself, planned and analysed exactly as a headline row but in a family of "
+          "its own. Both sides are the same code, so a row called faster or slower is a false "
+          "positive of the duet procedure, and its ratio is the order bias (the reference side "
+          "always starts first). Columns as in duets."),
+    Table("duet_rounds", "Duets' health check: rounds that moved every row", None, None, None,
+          "shift > 0 when the round's duets had higher log ratios than their rows' means",
+          "Per machine, mode and replicate round of the duets: the mean deviation of the "
+          "round's log ratios from their rows' means (shift, with its t interval over rows), "
+          "and the two-way analysis of variance (row + round) that tests whether rounds differ "
+          "at all (F, p, for the whole mode); moved: the round's shift interval excludes 0 "
+          "while the F test rejects at fdr_q. A round that moved every row together is a "
+          "state of the machine the duets did not cancel. See driver/tables/duet_rounds.py."),
     Table("machines_compared", "The headline on two machines", None, None, None,
           "interaction < 1 when the TF2 / TF1 ratio is lower on the left machine",
           "The duets table (the headline) on two machines side by side, one row per "
