@@ -96,7 +96,10 @@ def block(tables, margin: float) -> str:
     """The block's Markdown (markers included) from a tables folder."""
     tabs = Results(tables).tables(cells=True)
     lines = compact_lines(tabs, margin, reference_of(tabs))
-    lines += ["", "Measured on the machines and runs in [PROVENANCE](docs/PROVENANCE.md); "
+    lines += ["", "Each machine's part describes one published run of it: its intervals hold "
+              "within that run, not across runs ([what a claim covers](docs/METHOD.md#the-"
+              "headline-in-duets)). Measured on the machines and runs in "
+              "[PROVENANCE](docs/PROVENANCE.md); "
               "the full report is [docs/index.html](docs/index.html), every table's verdicts "
               "[docs/RESULTS.md](docs/RESULTS.md)."]
     return "\n".join([BEGIN, *lines, END])
