@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from driver.study.fingerprint import _read
+
 # prctl(PR_SET_THP_DISABLE, 1): no transparent huge pages for this process and its children
 _NOTHP = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0); "
           "os.execvp(sys.argv[1], sys.argv[1:])")
@@ -32,14 +34,6 @@ def arm_prefix(arm):
     if arm == "mallochp":  # glibc's malloc asks for transparent huge pages (madvise)
         return ["env", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"]
     raise ValueError("slow_state: unknown arm %r (known: %s)" % (arm, ", ".join(ARMS)))
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except OSError:
-        return ""
 
 
 def layout_facts(pid):
