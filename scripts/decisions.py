@@ -39,6 +39,8 @@ def _codes(table: pd.DataFrame) -> pd.Series:
 
 def figures(results) -> dict:
     """{machine: {...}} of one results folder (or its tables/, or docs/)."""
+    if not Path(results).is_dir():
+        raise FileNotFoundError(f"{results}: no such folder")
     res = Results(results)
     out: dict = {}
 
@@ -90,6 +92,8 @@ def figures(results) -> dict:
             out.setdefault(machine, {})["rounds_moved"] = [
                 f"{r['mode']} round {int(r['round'])}: {math.exp(r['shift']):.3f}"
                 for _, r in moved.iterrows()]
+    if not out:
+        raise ValueError(f"{results}: no duets or comparison tables in it")
     return out
 
 

@@ -79,7 +79,7 @@ def test_answer_sentences_from_verdicts(synthetic):
     assert all(r["verdict"] == "right_faster" and r["lo"] > 1.0 for r in rows)
     html = synthetic["html"]
     top = html[html.find('<section id="verdict"'):html.find('id="seed-check"')]
-    assert "Graph mode, train_on_batch():" in top and 'class="forest headline"' in top
+    assert "TF 1-style graph, train_on_batch():" in top and 'class="forest headline"' in top
     assert top.count('role="img"') == 6 and top.count("<title>Forest plot") == 6
 
 

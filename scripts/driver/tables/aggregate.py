@@ -20,8 +20,8 @@ from driver.study.budget import extra_budget_s
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
-from driver.tables.duets import duets_table
 from driver.tables.duet_rounds import duet_rounds
+from driver.tables.duets import duets_table
 from driver.tables.duets import load as load_duets
 from driver.tables.machines_compared import machines_compared_table
 from driver.tables.ordering import env_order

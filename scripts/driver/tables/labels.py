@@ -39,7 +39,7 @@ API = {"train_on_batch": "train_on_batch()", "fit": "fit() 1 step/call",
 # graph is the TF 1-style graph (tf.compat.v1.disable_eager_execution() in TF 2), eager TF 2's
 # default (Keras compiles the step with tf.function unless run_eagerly), function the user's own
 # @tf.function step (tfspeed/backends/tf.py)
-MODE = {"eager": "Eager", "graph": "TF1-style graph", "run_eagerly": "run_eagerly",
+MODE = {"eager": "Eager", "graph": "TF 1-style graph", "run_eagerly": "run_eagerly",
         "function": "own @tf.function",
         "xla": "XLA", "compile": "torch.compile", "torchscript": "TorchScript", "numpy": "NumPy"}
 

@@ -48,8 +48,6 @@ SPEC = {
     ("docs/METHOD.md", "20 %"): "an effect-size class boundary (code constant)",
     ("docs/METHOD.md", "99 %"): "the level Benjamini-Hochberg over TOST p-values asks (design)",
     ("docs/METHOD.md", "95 %"): "the nominal level of the simultaneous bounds",
-    ("docs/METHOD.md", "1.5x"): "a planted miscalibration in a unit test",
-    ("docs/METHOD.md", "2x"): "a planted miscalibration in a unit test",
     ("docs/METHOD.md", "1000 x"): "the matmul's size, a design constant",
     ("docs/design.md", "10 %"): "the margin's default (config min_effect)",
     ("docs/design.md", "14 %"): "the binomial upper bound of 0 of 24 twins (arithmetic)",

@@ -124,7 +124,7 @@ def test_aa_duet_rows_feed_the_false_positive_figure(tmp_path):
         pd.DataFrame([{"env": "tf1.14", "cell_id": f"c.{m}", "mode": m, "n": 4, "verdict": v,
                        "log_ratio": x} for m, v, x in zip(("graph", "eager"), verdicts, logs)]
                      ).to_csv(folder / "duets_aa.csv", index=False)
-        return folder.parent
+        return folder
 
     quiet = [aa(tmp_path / f"q{i}" / "tables", ["equivalent", "equivalent"], [0.01, -0.004])
              for i in range(3)]
@@ -136,6 +136,6 @@ def test_aa_duet_rows_feed_the_false_positive_figure(tmp_path):
     bad = compare_runs.aa_duets(loud)
     assert bad["different"]["k"] == 6 and not bad["different"]["ok"]
     assert "MISCALIBRATED" in compare_runs.aa_text(bad)[0]
-    none = tables(tmp_path / "old" / "tables", ["left_faster"], [0.01]).parent
+    none = tables(tmp_path / "old" / "tables", ["left_faster"], [0.01])
     assert compare_runs.aa_duets([none])["n"] == 0
     assert "none in these runs" in compare_runs.aa_text({"n": 0})[0]

@@ -23,6 +23,7 @@ ALLOWED = {
     # now compares machines from Results.facts()
     "driver/study/fingerprint.py": "compare_folders, below the tables layer",
     "retry_failed.py": "deletes cells.csv so that Snakemake remakes it; reads nothing",
+    "driver/study/publishing.py": "the suffixes of archive members whose paths it rewrites; reads no table",
 }
 READERS = {"read_table", "read_tables", "read_csv", "read_facts", "read_samples", "read_json"}
 
