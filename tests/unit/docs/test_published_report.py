@@ -53,7 +53,13 @@ def check_report(docs: Path) -> None:
         assert str(escape(line["what"])) in first and str(escape(line["text"])) in first, line
     sentences = answer.answer(tabs, float(config.get("min_effect", 0.10)))["sentences"]
     assert sentences, "no per-mode sentence from the published tables"
+    answered = "duets" in tabs and not tabs["duets"].empty
     for item in sentences:
+        # where the duets answer (train_on_batch in both modes), the cells' sentence is not
+        # restated with other numbers: the cells' rows are shown under their own heading
+        if answered and "train_on_batch()" in item["what"]:
+            assert str(escape(item["text"])) not in first, item
+            continue
         assert str(escape(item["text"])) in first, item
     facts = json.loads((tables / "facts.json").read_text(encoding="utf-8"))
     for key in facts.get("machines") or {}:
