@@ -56,11 +56,6 @@ def plan(specs, envs, reference_env, settings):
         return []
     ref_spec = specs[reference_env]
     out = []
-    if settings.get("aa"):
-        for mode in settings["modes"]:
-            ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
-            if tfcells.why_not(ref_spec, ref_cell) is None:
-                out.append(Duet(reference_env, ref_cell, reference_env, ref_cell))
     for env in envs:
         spec = specs[env]
         if env == reference_env or "invalid" in spec or spec["framework"] != "tensorflow":
@@ -75,6 +70,12 @@ def plan(specs, envs, reference_env, settings):
                 cell = dict(HEADLINE, keras=keras, mode=mode, api=settings["api"])
                 if tfcells.why_not(spec, cell) is None:
                     out.append(Duet(env, cell, reference_env, ref_cell))
+    if settings.get("aa"):  # only beside a headline row of the mode: alone it checks nothing
+        modes = {d.cell["mode"] for d in out}
+        for mode in settings["modes"]:
+            ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
+            if mode in modes and tfcells.why_not(ref_spec, ref_cell) is None:
+                out.insert(0, Duet(reference_env, ref_cell, reference_env, ref_cell))
     return out
 
 
