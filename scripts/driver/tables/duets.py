@@ -137,12 +137,11 @@ def _design(row) -> object:
     return looks(max(n1, 2), max(n2, n1, 2))
 
 
-def sequential_p(df: pd.DataFrame) -> pd.DataFrame:
-    """p_look (the last look's t-test) -> p, the sequential p-value of the row's design; the
+def sequential_p(df: pd.DataFrame, designs: list) -> pd.DataFrame:
+    """p_look (the last look's t-test) -> p, the sequential p-value of each row's design; the
     equivalence test's p the same way (one-sided map)."""
     out = df.copy()
     out["p_look"] = out["p"]
-    designs = [_design(r) for _, r in out.iterrows()]
     out["p"] = [float(d.two_sided(p)) for d, p in zip(designs, out["p_look"])]
     out["p_equivalent"] = [float(d.one_sided(p)) for d, p in zip(designs, out["p_equivalent"])]
     return out
@@ -153,8 +152,8 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     """BH over the family's difference tests, each row's equivalence test at its own size, the
     intervals at the levels that make each drawn interval the tested one, verdicts, simultaneous
     bounds. With two looks, every level becomes the nominal level of one look (sequential.py)."""
-    out = sequential_p(df)
-    designs = [_design(r) for _, r in out.iterrows()]
+    designs = [_design(r) for _, r in df.iterrows()]
+    out = sequential_p(df, designs)
     p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
     a_diff, _ = verdicts.fcr_alpha(p_adj, q)  # the drawn interval is the tested one
     a_eq = alpha_eq  # each row's equivalence test at its own size, as in bioequivalence
@@ -234,7 +233,6 @@ def open_rows(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
         table = duets_table(records, level=level, q=q, min_effect=min_effect,
                             alpha_equivalence=alpha_equivalence, aa=aa)
         for _, row in table.iterrows():
-            if verdicts.norm_code(row["verdict"]) == "undecided":
+            if verdicts.norm_code(row["verdict"]) == verdicts.UNDECIDED:
                 out.append([row["env"], row["cell_id"]])
     return sorted(out)
-
