@@ -73,7 +73,10 @@ def section(markdown: str, start: str, end: str) -> list[str]:
 
 
 def html_entries(page: str) -> list[dict]:
-    """The report's first-screen answer (<ul class="bottom-line">) as entries."""
+    """The report's answer as entries: the first screen (<ul class="bottom-line">), one line per
+    question, its text the claim's sentence or, with several machines, each machine's counts
+    alone ("tally": True); and with several machines the full sentences below the plots
+    (<details id="answer-full">)."""
     ul = re.search(r'<ul class="bottom-line"[^>]*>(.*?)</ul>\s*(?:{%|<p class="legend|<div|<h2)',
                    page, re.S)
     assert ul, "the report has no answer list"
@@ -83,6 +86,12 @@ def html_entries(page: str) -> list[dict]:
     for m in re.finditer(top + r"<b>(.*?)</b>(.*?)</li>\s*(?=" + top + "|$)", body, re.S):
         head, rest = html.unescape(re.sub("<[^>]+>", "", m.group(1))), m.group(2)
         head = head.rstrip(":")
+        tallies = re.findall(r'<span class="tally[^"]*"><b>(.*?)</b> (.*?)</span>', rest, re.S)
+        if tallies:
+            out += [{"label": head, "who": html.unescape(w), "tally": True,
+                     "text": html.unescape(re.sub("<[^>]+>", "", t)).strip()}
+                    for w, t in tallies]
+            continue
         subs = re.findall(r'<li class="bl[^"]*"><b>(.*?):</b> (.*?)</li>', rest, re.S)
         if subs:
             out += [{"label": head, "who": html.unescape(w),
@@ -91,7 +100,55 @@ def html_entries(page: str) -> list[dict]:
         label, _, who = head.partition(" (")
         out.append({"label": label, "who": who.rstrip(")"),
                     "text": html.unescape(re.sub("<[^>]+>", "", rest)).strip()})
+    full = re.search(r'<details[^>]* id="answer-full"[^>]*>(.*?)</details>', page, re.S)
+    if full:
+        for m in re.finditer(r'<li class="bl"><b>(.*?):</b><ul>(.*?)</ul></li>', full.group(1),
+                             re.S):
+            head = html.unescape(re.sub("<[^>]+>", "", m.group(1)))
+            out += [{"label": head, "who": html.unescape(w), "full": True,
+                     "text": html.unescape(re.sub("<[^>]+>", "", t)).strip()}
+                    for w, t in re.findall(r'<li class="bl[^"]*"><b>(.*?):</b> (.*?)</li>',
+                                           m.group(2), re.S)]
     return out
+
+
+TALLY = re.compile(r"^(?P<k>\d+)(?: of (?P<n>\d+))? (?P<word>.+)$")
+
+
+def tally_kind(word: str, margin: float, prefix: str = "") -> str:
+    """The kind a tally's word names ('?' when it is no word the tally may use)."""
+    w = word.removeprefix(prefix)
+    if (w in ("faster", "slower") and word == prefix + w) or w in ("undecided", "as fast"):
+        return w
+    m = re.fullmatch(r"within ±(\d+) % but (slower|faster)", w)
+    if m and m[1] == f"{margin * 100:.0f}":
+        return f"within, {m[2]}"
+    return "?"
+
+
+def check_tally(text: str, rows: pd.DataFrame, margin: float, where: str,
+                prefix: str = "") -> list[str]:
+    """A claim in counts alone ('11 of 22 as fast, 9 undecided, 1 slower') against its rows:
+    every count, the total, and no kind of row left out."""
+    problems = []
+    kinds = pd.Series([kind(v, lo, hi) for v, lo, hi in zip(
+        rows["verdict"], rows["ratio_ci_low"], rows["ratio_ci_high"])], dtype=object)
+    seen = set()
+    for i, g in enumerate(text.split(", ")):
+        m = TALLY.match(g)
+        k = tally_kind(m["word"], margin, prefix) if m else "?"
+        if k == "?":
+            problems.append(f"{where}: cannot read {g!r}")
+            continue
+        seen.add(k)
+        if int(m["k"]) != int((kinds == k).sum()):
+            problems.append(f"{where}: {g!r} counts {m['k']}, the CSV has {(kinds == k).sum()}")
+        if i == 0 and int(m["n"] or m["k"]) != len(rows):
+            problems.append(f"{where}: {m['n'] or m['k']} versions stated, the CSV has "
+                            f"{len(rows)}")
+    if set(kinds) - seen:
+        problems.append(f"{where}: no count for the CSV's {sorted(set(kinds) - seen)} rows")
+    return problems
 
 
 def kind(verdict: str, lo: float, hi: float) -> str:
@@ -211,6 +268,21 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
             continue
         got.add((q, machine))
         where = f"{q}{' on ' + machine if machine else ''}"
+        if e.get("tally"):
+            where += " (first screen)"
+            if q != "inference":
+                problems += check_tally(e["text"], training_rows(duets, q, machine), margin,
+                                        where)
+                continue
+            for part in e["text"].split("; "):
+                mode_word, _, body = part.partition(": ")
+                mode = {"eager": "eager", "TF 1-style graph": "graph"}.get(mode_word)
+                if mode is None or cvp is None:
+                    problems.append(f"{where}: cannot read {part!r}")
+                    continue
+                problems += check_tally(body, inference_rows(cvp, mode, machine), margin,
+                                        f"{where} {mode}", prefix="predict() ")
+            continue
         if q != "inference":
             rows = training_rows(duets, q, machine)
             problems += check_groups(e["text"], rows, margin, where,

@@ -127,13 +127,19 @@ def markdown(tabs: dict) -> list[str]:
     if not found:
         return []
     several = len(found) > 1
+    kinds = {c.kind for m in found for c in m["checks"]}
+    what = []
+    if "aa" in kinds:
+        what.append("A/A (`duets_aa`): the reference against itself, so a row called different "
+                    "is a false positive and its ratio is the order bias.")
+    if "rounds" in kinds:
+        what.append("Health check (`duet_rounds`): a replicate round (numbered from 0) moved "
+                    "when it shifted every row of a mode together (its shift: the round's ratios "
+                    "against their rows' means), a state of the machine the duets did not "
+                    "cancel.")
     out = ["## The duets' own checks", "",
-           "Not part of the answer: the duets checked on themselves, per machine. A/A "
-           "(`duets_aa`): the reference against itself, so a row called different is a false "
-           "positive and its ratio is the order bias. Health check (`duet_rounds`): a replicate "
-           "round (numbered from 0) moved when it shifted every row of a mode together (its "
-           "shift: the round's ratios against their rows' means), a state of the machine the "
-           "duets did not cancel.", ""]
+           "Not part of the answer: the duets checked on themselves, per machine. "
+           + " ".join(what), ""]
     for m in found:
         for c in m["checks"]:
             out.append(f"- {'**' + m['machine'] + '**: ' if several and m['machine'] else ''}"

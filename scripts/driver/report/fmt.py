@@ -72,7 +72,17 @@ def wall_text(seconds) -> str:
 
 def cell(text_="", cls="", v=None, title=None) -> dict:
     """One table cell for the template: display text, CSS class, sort value, tooltip."""
-    return {"text": text_, "cls": cls, "v": None if v is None else str(v), "title": title}
+    return {"text": text_, "cls": cls, "v": sort_value(v), "title": title}
+
+
+def sort_value(v) -> str | None:
+    """A cell's sort key as the page stores it: numbers to 6 significant digits (enough to order
+    any two rows the table tells apart; the CSVs keep every digit), anything else as text."""
+    if v is None:
+        return None
+    if isinstance(v, (float, np.floating)) and math.isfinite(v):
+        return f"{float(v):.6g}"
+    return str(v)
 
 
 def pct_cell(row) -> dict:

@@ -121,119 +121,150 @@ def _short(version: str) -> str:
 
 
 HISTORY_KEYS = ["machine", "model", "data", "keras", "mode", "api", "input", "device"]
+CONFIG_KEYS = HISTORY_KEYS[1:]  # a panel's configuration; its machines share the panel
+# each machine's line, band and markers (colour and shape: a reader need not tell hues apart)
+MACHINE_STYLE = [("#1f4e99", "o"), ("#b45309", "s"), ("#2f7d32", "^"), ("#6b3fa0", "D")]
+
+
+def _finding(part: pd.DataFrame, y: np.ndarray, version: dict) -> str:
+    """'from <a> ms (TF x) to <b> ms (TF y), fastest TF v (<ms> ms), slowest TF w (<ms> ms)'."""
+    ok_ = ~np.isnan(y)
+    if not ok_.any():
+        return ""
+    ver = [_short(version.get(e, e)) for e in part["env"]]
+    i_min, i_max = int(np.nanargmin(y)), int(np.nanargmax(y))
+    return (f"from {y[ok_][0]:,.1f} ms (TF {ver[int(np.argmax(ok_))]}) to "
+            f"{y[ok_][-1]:,.1f} ms (TF {ver[len(ok_) - 1 - int(np.argmax(ok_[::-1]))]})"
+            f", fastest TF {ver[i_min]} ({y[i_min]:,.1f} ms), slowest TF "
+            f"{ver[i_max]} ({y[i_max]:,.1f} ms)")
 
 
 def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
                    min_versions: int = 3, marks: dict | None = None) -> dict:
-    """One panel per configuration measured in at least `min_versions` TF versions: median ms
-    per step against version with the CI band, and the reference env's median as a line (for
-    keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1 compares them with). marks: {panel
-    key (HISTORY_KEYS' values): [(env, 'slower' | 'faster')]}, the change points
-    (driver/report/releases.py: changepoint_marks), drawn before the env's point."""
+    """One panel per configuration measured in at least `min_versions` TF versions on some
+    machine: median ms per step against version with the CI band, and the reference env's
+    median as a dashed line (for keras3 / tf_keras its tf.keras cell, the one TF2 vs TF1
+    compares them with). Every machine of the study is a line of its own in the same panel
+    (colour and marker shape per machine, MACHINE_STYLE), so a reader sees two machines side by
+    side; the twin keys (the A/A copies) draw none. marks: {key (HISTORY_KEYS' values, the
+    machine first): [(env, 'slower' | 'faster')]}, the change points
+    (driver/report/releases.py: changepoint_marks), drawn before the env's point in the
+    machine's colour."""
     if ok.empty or "env" not in ok.columns:
-        return {"panels": [], "fewer": 0, "min_versions": min_versions}
+        return {"panels": [], "fewer": 0, "min_versions": min_versions, "machines": []}
     df = ok[col(ok, "framework").map(text) == "tensorflow"].copy()
     for g in HISTORY_KEYS + ["env", "framework_version"]:
         df[g] = col(df, g, "").map(text)
     for c in ("median_s", "ci_low_s", "ci_high_s"):
         df[c] = ncol(df, c)
+    df = df[~df["machine"].map(layout.is_twin)]
     envs = [e for e in order if e in set(df["env"])]
     version = {r["env"]: r["framework_version"] for r in records(df)}
     ref = df[df["env"] == reference_env]
+    machines = sorted(set(df["machine"]))
+    several = len(machines) > 1
+    style = {m: MACHINE_STYLE[i % len(MACHINE_STYLE)] for i, m in enumerate(machines)}
     groups = []
-    for key, part in df.groupby(HISTORY_KEYS, sort=False):
-        if part["env"].nunique() >= min_versions:
+    for key, part in df.groupby(CONFIG_KEYS, sort=False):
+        if part.groupby("machine")["env"].nunique().max() >= min_versions:
             groups.append((key, part))
-    several = df["machine"].nunique() > 1
 
     def rank(key):
-        return tuple(AXIS_ORDER.get(a, {}).get(v, 99) if a != "machine" else v
-                     for a, v in zip(HISTORY_KEYS, key))
+        return tuple(AXIS_ORDER.get(a, {}).get(v, 99) for a, v in zip(CONFIG_KEYS, key))
 
     groups.sort(key=lambda kv: (-kv[1]["env"].nunique(), rank(kv[0])))
-    # One y scale for every panel of a model and data pair (and machine), so panels compare.
+    # One y scale for every panel of a model and data pair, so panels compare.
     limits = {}
     for key, part in groups:
-        k = dict(zip(HISTORY_KEYS, key))
+        k = dict(zip(CONFIG_KEYS, key))
         vals = pd.concat([part["median_s"], part["ci_low_s"], part["ci_high_s"]]).dropna() * 1e3
         vals = vals[vals > 0]
         if len(vals):
-            share = (k["machine"], k["model"], k["data"])
+            share = (k["model"], k["data"])
             lo_, hi_ = limits.get(share, (math.inf, 0.0))
             limits[share] = (min(lo_, float(vals.min())), max(hi_, float(vals.max())))
     panels = []
-    for key, part in groups:
-        k = dict(zip(HISTORY_KEYS, key))
-        xs = [e for e in envs if e in set(part["env"])]
-        pos = {e: envs.index(e) for e in xs}
-        part = part.assign(_x=part["env"].map(pos)).sort_values("_x")
+    for key, whole in groups:
+        k = dict(zip(CONFIG_KEYS, key))
         fig = Figure(figsize=(4.3, 2.5))
         ax = fig.add_subplot()
-        x, y = part["_x"].to_numpy(dtype=float), part["median_s"].to_numpy() * 1e3
-        lo, hi = part["ci_low_s"].to_numpy() * 1e3, part["ci_high_s"].to_numpy() * 1e3
-        # no line or band across a version that was not measured: NaN breaks them there
-        gap = np.concatenate([[False], np.diff(x) > 1])
-        xl, yl, lol, hil = (np.insert(a, np.nonzero(gap)[0], np.nan) for a in (x, y, lo, hi))
-        band = ~(np.isnan(lol) | np.isnan(hil))
-        if band.any():
-            ax.fill_between(xl, lol, hil, where=band, color="#1f77b4", alpha=0.2, linewidth=0,
-                            label="95 % CI")
-        ax.plot(xl, yl, "-", color="#1f4e99", linewidth=1.3)
-        ax.plot(x, y, "o", color="#1f4e99", markersize=3.5, label="median")
-        for n_mark, (env, direction) in enumerate((marks or {}).get(tuple(key), [])):
-            if env in pos:  # a change point: the level moved between the previous point and env
-                ax.axvline(pos[env] - 0.5, color="#a12622" if direction == "slower" else
-                           "#1e7b34", linestyle=":", linewidth=1.2,
-                           label="change point" if n_mark == 0 else None)
-                ax.annotate("▲" if direction == "slower" else "▼", (pos[env] - 0.5, 1.0),
-                            xycoords=("data", "axes fraction"), ha="center", va="bottom",
-                            fontsize=7, color="#a12622" if direction == "slower" else "#1e7b34")
+        low, high = limits.get((k["model"], k["data"]), (math.nan, math.nan))
+        findings, refs, n_mark = [], [], 0
         rk = "tf.keras" if k["keras"] in ("keras3", "tf_keras") else k["keras"]
-        same = ref[(ref["keras"] == rk) & (ref["machine"] == k["machine"])]
-        for a in ("model", "data", "mode", "api", "input", "device"):
-            same = same[same[a] == k[a]]
-        refline = ""
-        if len(same) and reference_env in envs:
-            m = float(same["median_s"].iloc[0]) * 1e3
-            ax.axhline(m, color="#a12622", linestyle="--", linewidth=1.0,
-                       label=f"{reference_env} ({rk})")
-            refline = f", dashed line: {reference_env}"
+        for machine in machines:
+            part = whole[whole["machine"] == machine]
+            if part.empty:
+                continue
+            colour, marker = style[machine]
+            xs = [e for e in envs if e in set(part["env"])]
+            pos = {e: envs.index(e) for e in xs}
+            part = part.assign(_x=part["env"].map(pos)).sort_values("_x")
+            x, y = part["_x"].to_numpy(dtype=float), part["median_s"].to_numpy() * 1e3
+            lo, hi = part["ci_low_s"].to_numpy() * 1e3, part["ci_high_s"].to_numpy() * 1e3
+            # no line or band across a version that was not measured: NaN breaks them there
+            gap = np.concatenate([[False], np.diff(x) > 1])
+            xl, yl, lol, hil = (np.insert(a, np.nonzero(gap)[0], np.nan) for a in (x, y, lo, hi))
+            band = ~(np.isnan(lol) | np.isnan(hil))
+            if band.any():
+                ax.fill_between(xl, lol, hil, where=band, color=colour, alpha=0.2, linewidth=0,
+                                label=None if several else "95 % CI")
+            ax.plot(xl, yl, "-", color=colour, linewidth=1.3)
+            ax.plot(x, y, marker, color=colour, markersize=3.5,
+                    label=machine if several else "median")
+            for env, direction in (marks or {}).get((machine, *key), []):
+                if env in pos:  # a change point: the level moved between the previous point
+                    # and env
+                    ax.axvline(pos[env] - 0.5, color=colour if several else
+                               "#a12622" if direction == "slower" else "#1e7b34",
+                               linestyle=":", linewidth=1.2,
+                               label="change point" if n_mark == 0 else None)
+                    ax.annotate("▲" if direction == "slower" else "▼", (pos[env] - 0.5, 1.0),
+                                xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                                fontsize=7, color="#a12622" if direction == "slower"
+                                else "#1e7b34")
+                    n_mark += 1
+            same = ref[(ref["keras"] == rk) & (ref["machine"] == machine)]
+            for a in ("model", "data", "mode", "api", "input", "device"):
+                same = same[same[a] == k[a]]
+            if len(same) and reference_env in envs:
+                m = float(same["median_s"].iloc[0]) * 1e3
+                ax.axhline(m, color=colour if several else "#a12622", linestyle="--",
+                           linewidth=1.0, label=None if several else f"{reference_env} ({rk})")
+                refs.append(machine)
+                low, high = min(low, m), max(high, m)
+            found = _finding(part, y, version)
+            if found:
+                findings.append(f"{machine}: {found}" if several else found)
         ax.set_xticks(range(len(envs)))
         ax.set_xticklabels([_short(version.get(e, e)) for e in envs], rotation=90, fontsize=7)
         ax.set_xlim(-0.6, len(envs) - 0.4)
         ax.set_yscale("log")
-        low, high = limits.get((k["machine"], k["model"], k["data"]), (math.nan, math.nan))
-        if refline:
-            low, high = min(low, m), max(high, m)
         if math.isfinite(low) and math.isfinite(high) and high > 0:
             ax.set_ylim(low / 1.08, high * 1.08)
         plain_log_axis(ax)
         ax.set_ylabel("ms per step", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
         title = (f"{k['keras']} · {k['mode']} · {k['api']} · {k['input']} · {k['device']}"
-                 f"\n{k['model']} model, {k['data']} data"
-                 + (f" · {k['machine']}" if several else ""))
+                 f"\n{k['model']} model, {k['data']} data")
         ax.set_title(title, fontsize=8, loc="left")
         ax.grid(True, which="major", alpha=0.3, linewidth=0.5)  # the labelled ticks only
         ax.legend(fontsize=6.5, frameon=False, loc="best")
         fig.tight_layout()
-        ok_ = ~np.isnan(y)
-        finding = ""
-        if ok_.any():
-            ver = [_short(version.get(e, e)) for e in part["env"]]
-            i_min, i_max = int(np.nanargmin(y)), int(np.nanargmax(y))
-            finding = (f"; from {y[ok_][0]:,.1f} ms (TF {ver[int(np.argmax(ok_))]}) to "
-                       f"{y[ok_][-1]:,.1f} ms (TF {ver[len(ok_) - 1 - int(np.argmax(ok_[::-1]))]})"
-                       f", fastest TF {ver[i_min]} ({y[i_min]:,.1f} ms), slowest TF "
-                       f"{ver[i_max]} ({y[i_max]:,.1f} ms)")
+        refline = ""
+        if refs:
+            refline = (f", dashed line: {reference_env}" if not several else
+                       f", dashed lines: {reference_env} ({rk}) in each machine's colour")
+        finding = "; ".join(findings)
         label = (f"Performance history of {title.replace(chr(10), ', ')}: median ms per step "
-                 f"per TF version{finding}{refline}")
-        caption = ("Median ms per step by TF version" + (f": {finding[2:]}" if finding else "")
-                   + (f"; dashed: {reference_env}" if refline else "") + ".")
+                 f"per TF version" + (f" on {', '.join(machines)}" if several else "")
+                 + (f"; {finding}" if finding else "") + refline)
+        caption = ("Median ms per step by TF version" + (f": {finding}" if finding else "")
+                   + (f"; dashed: {reference_env}" if refs and not several else
+                      f"; dashed: {reference_env} on each machine" if refs else "") + ".")
         panels.append({"title": title.replace("\n", ", "), "caption": caption,
                        "svg": fig_svg(fig, label)})
     return {"panels": panels, "fewer": fewer_versions(df, min_versions),
-            "min_versions": min_versions}
+            "min_versions": min_versions, "machines": machines}
 
 
 def fewer_versions(df: pd.DataFrame, min_versions: int) -> int:

@@ -19,5 +19,5 @@ def questions(tabs: dict, min_effect: float, reference: str) -> dict:
     """{"items": [question], "claims": [Claim], "machines": [key], "source": "duets" | "cells"}:
     per question (by_question) its label and one line per machine, in the page's order."""
     found = claims(tabs, min_effect, reference)
-    return {"items": by_question(found), "claims": found["items"],
+    return {"items": by_question(found, min_effect), "claims": found["items"],
             "machines": found["machines"], "source": found["source"]}

@@ -24,6 +24,16 @@ KIND_TITLE = {"cross": "rows that also change the Keras flavour",
 # TF 1, graph against eager, calling the model against predict()); the others are folded under
 # their one-line digest, every row a click away.
 OPEN = ("tf2_vs_tf1", "graph_vs_eager", "call_vs_predict")
+# ... while their glance is short enough to read open (a study of two machines doubles it)
+OPEN_MAX_ROWS = 24
+
+
+def open_glance(view: dict) -> bool:
+    """Whether a comparison's glance fits open on the page: rows, and at most OPEN_MAX_ROWS."""
+    glance = view.get("glance") or {}
+    n = len(glance.get("rows") or []) if glance else len((view.get("full") or {}).get("rows")
+                                                           or [])
+    return bool(view["rows"]) and n <= OPEN_MAX_ROWS
 
 
 def digest(view: dict) -> str:
@@ -50,7 +60,7 @@ def split_views(tabs: dict) -> list[dict]:
         kinds = pd.Series([row_kind(r, name) for r in records(df)], index=df.index, dtype=object)
         one = comparison_view(name, df[kinds == "one"] if len(df) else df)
         entry = {"name": name, "main": one, "extra": [], "n_all": len(df),
-                 "open": name in OPEN and bool(one["rows"])}
+                 "open": name in OPEN and open_glance(one)}
         if name == "frameworks":
             one["title"] = "Frameworks: every env and mode vs one TF reference cell"
         cross = df[kinds == "cross"] if len(df) else df

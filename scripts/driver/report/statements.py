@@ -305,10 +305,44 @@ def claims(tabs: dict, margin: float, reference: str) -> dict:
             "source": "duets" if "duets" in sources else "cells"}
 
 
-def by_question(found: dict) -> list[dict]:
+TALLY_WORDS = {"faster": "faster", "slower": "slower", "undecided": "undecided",
+               "as fast": "as fast", "within, slower": "within ±{m} % but slower",
+               "within, faster": "within ±{m} % but faster"}
+
+
+def tally(claim: Claim, margin: float) -> str:
+    """The claim in counts alone, for a first screen that holds several machines: '11 of 22 as
+    fast, 9 undecided, 1 slower' (groups as the sentence orders them; the inference claim per
+    mode, its words 'predict() slower'/'predict() faster'). The same rows as claim.text."""
+    if not claim.rows:
+        return claim.text
+    m = f"{margin * 100:.0f}"
+
+    def counts(groups: tuple, n: int, pre: str) -> str:
+        out = []
+        for i, g in enumerate(groups):
+            word = TALLY_WORDS[g.kind].format(m=m)
+            if pre and g.kind in ("faster", "slower"):
+                word = f"{pre} {word}"
+            k = len(g.rows)
+            out.append(f"{k} of {n} {word}" if i == 0 else f"{k} {word}")
+        return ", ".join(out)
+
+    if claim.question != "inference":
+        return counts(claim.groups, len(claim.rows), "")
+    parts = []
+    for mode, name in (("eager", "eager"), ("graph", "TF 1-style graph")):
+        rows = [r for r in claim.rows if r.id.split(":")[2] == mode]
+        if rows:
+            parts.append(f"{name}: {counts(groups_of(rows), len(rows), 'predict()')}")
+    return "; ".join(parts)
+
+
+def by_question(found: dict, margin: float = 0.10) -> list[dict]:
     """The claims grouped for display, questions in order: [{"id", "label", "claims", "lines"}],
-    each line {"who", "text", "cls"}: with one machine, who is the claim's scope (its label's
-    parenthesis); with several, the machine key and its scope, one line per machine."""
+    each line {"who", "text", "cls", "machine", "tally"}: with one machine, who is the claim's
+    scope (its label's parenthesis); with several, the machine key and its scope, one line per
+    machine; tally is the claim in counts alone (the first screen of several machines)."""
     out: dict = {}
     several = len(found["machines"]) > 1
     for c in found["items"]:
@@ -317,7 +351,8 @@ def by_question(found: dict) -> list[dict]:
         q["claims"].append(c)
         who = f"{c.machine} ({c.scope})" if several and c.scope else c.machine if several \
             else c.scope
-        q["lines"].append({"who": who, "text": c.text, "cls": c.cls, "machine": c.machine})
+        q["lines"].append({"who": who, "text": c.text, "cls": c.cls, "machine": c.machine,
+                           "tally": tally(c, margin)})
     return list(out.values())
 
 

@@ -218,8 +218,15 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
                   {"label": f"{sides[0]} ms", "csv": "left_median_s", "num": True},
                   {"label": f"{sides[1]} ms", "csv": "right_median_s", "num": True},
                   {"label": "p (adjusted)", "csv": "p_adjusted", "num": True}])
+    # the level the intervals are tested at: in the header when one level covers most rows, in
+    # a row's tooltip only where it differs (a tooltip per row doubled the table's bytes)
+    levels = [_level(r) for r in recs]
+    common = max(set(levels), key=levels.count) if levels else ""
+    if common:
+        columns[2] = dict(columns[2], csv=f"ratio_ci_low, ratio_ci_high; {common} unless a "
+                                         f"cell says otherwise")
     rows = []
-    for r in recs:
+    for r, level in zip(recs, levels):
         lname = " ".join(value_label(c, r.get(c)) for c in left if text(r.get(c))) or sides[0]
         rname = " ".join(value_label(c, r.get(c)) for c in right if text(r.get(c))) or sides[1]
         key = text(r.get("verdict")).lower().replace(" ", "_")
@@ -232,7 +239,8 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
             cell(verdict, "ns" if words(key).cls == words(INCONCLUSIVE).cls else ""),
             cell(ratio_text(r.get("ratio"), r.get("pct")), "num", v=num(r.get("ratio"))),
             cell(f"{fmt_ratio(r.get('ratio_ci_low'))} – {fmt_ratio(r.get('ratio_ci_high'))}",
-                 "num", v=num(r.get("ratio_ci_low")), title=_level(r) or None),
+                 "num", v=num(r.get("ratio_ci_low")),
+                 title=level if level and level != common else None),
         ] + [key_cell(c, r.get(c)) for c in shared_v] + [
             cell(lname), cell(rname),
             cell(fmt_ms(r.get("left_median_s")), "num", v=num(r.get("left_median_s"))),

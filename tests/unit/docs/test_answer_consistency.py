@@ -5,6 +5,7 @@ Markdown answer (results_page.answer_lines, which RESULTS.md and the README prin
 tables: rows that differ but lie within the margin, undecided rows, a version missing from a mode,
 two machines. A planted contradiction (a range over the wrong rows, a mislabelled mode, "as fast"
 for a row the interval puts above 1, a machine's line given another's numbers) fails it."""
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -64,7 +65,14 @@ def test_report_first_screen(pub):
     duets, cvp, machines, margin = pub
     entries = html_entries((DOCS / "index.html").read_text(encoding="utf-8"))
     assert len(entries) >= 3
-    assert check(entries, duets, cvp, margin, machines) == []
+    if len(machines) > 1:  # the counts on the first screen, the sentences below the plots
+        first = [e for e in entries if e.get("tally")]
+        full = [e for e in entries if e.get("full")]
+        assert len(first) + len(full) == len(entries) and first and full
+        assert check(first, duets, cvp, margin, machines) == []
+        assert check(full, duets, cvp, margin, machines) == []
+    else:
+        assert check(entries, duets, cvp, margin, machines) == []
 
 
 def test_readme_size():
@@ -268,3 +276,39 @@ def test_the_report_and_the_page_print_the_same_claims():
                   if ln.startswith(("- ", "  - "))]
     for claim in found["claims"]:
         assert claim.row_ids and all(i.startswith("m1:") for i in claim.row_ids)
+
+
+def test_first_screen_tallies_read_true_and_planted_miscounts_fail():
+    """The first screen of several machines says each claim in counts alone (statements.tally):
+    every count recomputed from the planted rows; a moved count, a wrong total, a kind left out
+    and another machine's counts are caught."""
+    from driver.report.questions import questions
+
+    keys = ["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"]
+    duets = pd.concat([planted_duets(k, shift=1 + 0.02 * i) for i, k in enumerate(keys)],
+                      ignore_index=True)
+    cvp = pd.concat([planted_cvp(k) for k in keys], ignore_index=True)
+    # the second machine calls one more graph version slower than the first
+    i = duets.index[(duets["machine"] == keys[1]) & (duets["mode"] == "graph")
+                    & (duets["verdict"] != "right_faster")][0]
+    duets.loc[i, ["verdict", "ratio", "ratio_ci_low", "ratio_ci_high"]] = \
+        ["right_faster", 1.3, 1.2, 1.4]
+    found = questions({"duets": duets, "call_vs_predict": cvp}, MARGIN, "TF 1.14.0")
+    entries = [{"label": q["label"], "who": ln["machine"], "text": ln["tally"], "tally": True}
+               for q in found["items"] for ln in q["lines"]]
+    assert len(entries) == 8
+    assert check(entries, duets, cvp, MARGIN, keys) == []
+    graph = entries[0]
+    assert re.fullmatch(r"\d+ of 8 \w.*", graph["text"]), graph["text"]
+
+    def planted(new_text, who=None):
+        return [dict(e, text=new_text, who=who or e["who"]) if e is graph else e
+                for e in entries]
+
+    first, _, rest = graph["text"].partition(" of ")
+    assert check(planted(f"{int(first) + 1} of {rest}"), duets, cvp, MARGIN, keys)  # a count
+    assert check(planted(graph["text"].replace(" of 8 ", " of 9 ")), duets, cvp, MARGIN, keys)
+    assert check(planted(graph["text"].rsplit(", ", 1)[0]), duets, cvp, MARGIN, keys)  # a kind
+    other = next(e for e in entries[1:] if e["label"] == graph["label"])
+    assert other["text"] != graph["text"]
+    assert check(planted(other["text"]), duets, cvp, MARGIN, keys)  # the other machine's counts

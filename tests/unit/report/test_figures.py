@@ -12,6 +12,7 @@ import re
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 from report_study import render_synthetic
 
@@ -219,7 +220,7 @@ def test_stability_draws_stems_for_flagged_cells_only(page):
     # the overview names every cell; the per-env table counts the same cells
     n = int(re.search(r"of (\d+) cells by env", sec).group(1))
     env_table = re.search(r'<table id="t-stability-envs".*?</table>', sec, re.S).group(0)
-    counts = [int(c) for c in re.findall(r'<tr><td>[^<]*</td><td class="num" data-v="(\d+)"',
+    counts = [int(c) for c in re.findall(r'<tr><td>[^<]*</td><td data-v="(\d+)"',
                                          env_table)]
     assert sum(counts) == n > len(stems)
 
@@ -249,3 +250,62 @@ def _contrast(hex_colour: str) -> float:
 def test_drift_key_colours_are_readable_as_text():
     assert min(_contrast(c) for c, _ in [(m[1], 0) for m in figures.DRIFT_MARKERS.values()]) < 4.5
     assert all(_contrast(k["colour"]) >= 4.5 for k in figures.drift_key())
+
+
+def test_stem_plots_capped_most_severe_first(monkeypatch):
+    """Past MAX_STEMS flagged cells the page draws the most drifting, then the most scattered;
+    every flagged cell stays in the flagged table."""
+    monkeypatch.setattr(stability, "MAX_STEMS", 2)
+    rng = np.random.default_rng(1)
+    rows, samples = [], {}
+    for i, (drift, ratio, sd) in enumerate([(False, 1.0, 0.30), (True, 1.5, 0.01),
+                                            (False, 1.0, 0.12), (True, 1.1, 0.02),
+                                            (False, 1.0, 0.0)]):
+        cid = f"c{i}"
+        rows.append({"machine": "m", "env": "tf2.1", "cell_id": cid, "drift": drift,
+                     "noisy": not drift and sd > 0.1, "drift_ratio": ratio, "between_sd": sd})
+        samples[("m", "tf2.1", cid)] = {"samples": rng.uniform(1, 2, 64), "bounds": [64],
+                                        "summary": {}, "axes": {"model": "small"}}
+    view = stability.stability_view(pd.DataFrame(rows), samples, ["tf2.1"])
+    assert view["n_flagged"] == 4 and len(view["flagged"]["rows"]) == 4
+    assert len(view["stems"]) == 2
+    # the two drifting cells (c1, c3) win over the scattered ones (c0, c2), in page order
+    captions = [f["caption"] for f in view["stems"]]
+    assert not any("noisy" in c for c in captions), captions
+    assert [c.split(";")[0] for c in captions] == [stability.drift_words(1.5)[0],
+                                                  stability.drift_words(1.1)[0]]
+    assert stability.severity(True, 1.5, 0.0) > stability.severity(True, 1.1, 0.5) \
+        > stability.severity(False, 1.0, 0.9) > stability.severity(False, 1.0, 0.1)
+
+
+def test_env_packages_listed_once_across_machines():
+    from driver.report.sections.environments import same_packages
+    pk = [("numpy", "1.26.4"), ("tensorflow", "2.15.1")]
+    views = [{"machine": "a", "env": "tf2.15", "packages": pk},
+             {"machine": "b", "env": "tf2.15", "packages": pk},
+             {"machine": "b", "env": "tf2.16", "packages": pk},
+             {"machine": "c", "env": "tf2.15", "packages": pk[:1]}]
+    out = same_packages(views)
+    assert [v["same_as"] for v in out] == ["", "a", "", ""]
+
+
+def test_a_comparison_opens_only_while_its_glance_is_short():
+    from driver.report import split
+    short = {"rows": 10, "glance": {"rows": [0] * split.OPEN_MAX_ROWS}}
+    long = {"rows": 90, "glance": {"rows": [0] * (split.OPEN_MAX_ROWS + 1)}}
+    flat = {"rows": 3, "glance": None, "full": {"rows": [0, 1, 2]}}
+    assert split.open_glance(short) and not split.open_glance(long) and split.open_glance(flat)
+    assert not split.open_glance({"rows": 0, "glance": None, "full": None})
+
+
+def test_machine_tags_tell_machines_apart():
+    from driver.report.sections.duets import machine_tags, panel
+    assert machine_tags(["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"]) == {
+        "amd-epyc-2c-a59bbdd3": "amd", "intel-xeon-2c-4db20bbf": "intel"}
+    assert machine_tags(["amd-epyc-2c-a59bbdd3", "amd-epyc-2c-44e20b91"]) == {
+        "amd-epyc-2c-a59bbdd3": "a59bbdd3", "amd-epyc-2c-44e20b91": "44e20b91"}
+    rows = [{"machine": m, "left_framework_version": "2.0.4", "keras": "tf.keras"}
+            for m in ("amd-epyc-2c-a", "intel-xeon-2c-b")]
+    assert [r["label"] for r in panel(rows, "t")["rows"]] == ["2.0.4 tf.keras · amd",
+                                                             "2.0.4 tf.keras · intel"]
+    assert panel(rows[:1], "t")["rows"][0]["label"] == "2.0.4 tf.keras"

@@ -6,7 +6,8 @@ version measured, a study without duets answers from the cells' tf2_vs_tf1 rows,
 machines give a line each. Also the
 run's facts (driver/tables/facts.py: run_facts) and the page's embedded downloads and A/A check
 (sections/method.py)."""
-from urllib.parse import unquote
+import base64
+import io
 
 import pandas as pd
 import pytest
@@ -176,10 +177,12 @@ def test_run_facts_and_line():
 def test_downloads_carry_the_table_and_aa_in_words():
     df = pd.DataFrame({"env": ["tf2.0", "tf2.1"], "ratio": [1.5, 0.25], "note": ["a,b", "c#d"]})
     link = method.data_link("duets", df)
-    assert link["href"].startswith("data:text/csv;charset=utf-8,")
-    body = unquote(link["href"].split(",", 1)[1])
-    assert pd.read_csv(pd.io.common.StringIO(body)).equals(df)
+    assert link["href"].startswith("data:application/gzip;base64,")
+    assert link["name"] == "duets.csv.gz"
+    packed = base64.b64decode(link["href"].split(",", 1)[1])
+    assert pd.read_csv(io.BytesIO(packed), compression="gzip").equals(df)
     assert "#" not in link["href"]  # a raw '#' would end the URL there
+    assert method.data_link("duets", df)["href"] == link["href"]  # no time stamp inside
     twins = pd.DataFrame({"verdict": ["equivalent"] * 20 + ["inconclusive"] * 3 + ["left_faster"]})
     rate = pd.DataFrame([{"ci_low": 0.001, "ci_high": 0.21, "threshold": 0.03}])
     aa = method.aa_view(twins, rate)

@@ -23,9 +23,26 @@ def _pct(x: float) -> str:
     return "" if not math.isfinite(x) else f"{x:.2f}x"
 
 
+def machine_tags(keys) -> dict:
+    """A short name per machine key that still tells them apart, for a plot's row labels: the
+    vendor ('amd', 'intel') where that is unique, else the fingerprint's hash, else the key."""
+    keys = sorted({text(k) for k in keys if text(k)})
+    for pick in (lambda k: k.split("-")[0], lambda k: k.split("-")[-1]):
+        tags = {k: pick(k) for k in keys}
+        if len(set(tags.values())) == len(keys):
+            return tags
+    return {k: k for k in keys}
+
+
 def panel(rows, title: str) -> dict:
+    """A forest panel of duet rows; with several machines each row's label ends with its
+    machine's tag (machine_tags)."""
+    rows = list(rows)
+    tags = machine_tags(r.get("machine") for r in rows)
+    several = len(tags) > 1
     return {"title": title, "rows": [
-        {"label": f"{text(r.get('left_framework_version'))} {text(r.get('keras'))}",
+        {"label": f"{text(r.get('left_framework_version'))} {text(r.get('keras'))}"
+                  + (f" · {tags[text(r.get('machine'))]}" if several else ""),
          "ratio": num(r.get("ratio")), "lo": num(r.get("ratio_ci_low")),
          "hi": num(r.get("ratio_ci_high")), "eq_lo": num(r.get("tost_ci_low")),
         "eq_hi": num(r.get("tost_ci_high")), "verdict": text(r.get("verdict"), INCONCLUSIVE),

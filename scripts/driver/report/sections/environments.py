@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from driver.report.fmt import num, text, version_key
+from driver.study import layout
 from driver.tables.labels import env_label, header
 
 ID, TITLE, ORDER = "environments", "Environments", 90
@@ -65,10 +66,30 @@ def machine_view(machine: str, facts: dict, loads: list, keys: list) -> dict:
     return {"machine": machine, "facts": rows}
 
 
+def same_packages(views) -> list[dict]:
+    """The env views with each package list printed once: an env whose packages equal those of
+    the same env on an earlier machine says so ("same_as": that machine) instead of listing them
+    again (the lists were most of the section's bytes on a page of two machines)."""
+    out, seen = [], {}
+    for v in views:
+        key = (v["env"], tuple(v["packages"]))
+        v = dict(v, same_as=seen.get(key, "") if v["packages"] else "")
+        seen.setdefault(key, v["machine"])
+        out.append(v)
+    return out
+
+
 def build(data) -> dict:
     gathered = data.study.get("environments") or {}
     envs = sorted(gathered.get("envs") or [], key=lambda e: (e["machine"], version_key(e["env"])))
     loads, keys = gathered.get("loads_before") or {}, gathered.get("machine_keys") or {}
-    return {"envs": [env_view(e) for e in envs],
+    # the twin keys (layout.is_twin: the A/A check's copies of cells) are the same machines and
+    # envs: named once, not listed again
+    twins = sorted({e["machine"] for e in envs if layout.is_twin(e["machine"])}
+                   | {m for m in data.machine_facts if layout.is_twin(m)})
+    return {"envs": same_packages(env_view(e) for e in envs
+                                  if not layout.is_twin(e["machine"])),
             "machines": [machine_view(m, f, loads.get(m) or [], keys.get(m) or [])
-                         for m, f in sorted(data.machine_facts.items())]}
+                         for m, f in sorted(data.machine_facts.items())
+                         if not layout.is_twin(m)],
+            "twins": twins}

@@ -19,6 +19,16 @@ from driver.stats import drift as drift_test
 from tfspeed.cells import AXES
 
 ID, TITLE, ORDER = "stability", "Stability", 70
+# At most this many stem plots on the page (a noisy machine flags a hundred cells or more, and
+# each plot weighs about 6 KB): the most drifting cells first, then the most scattered; every
+# flagged cell stays in the flagged table.
+MAX_STEMS = 8
+
+
+def severity(drift: bool, ratio: float, between_sd: float) -> tuple:
+    """The order stem plots are chosen in: drifting cells by |log trend|, then by scatter."""
+    trend = abs(math.log(ratio)) if drift and math.isfinite(ratio) and ratio > 0 else 0.0
+    return (drift, trend, between_sd if math.isfinite(between_sd) else 0.0)
 
 
 def build(data) -> dict:
@@ -90,9 +100,11 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
             said = [drift_words(ratio)[0] if drift else "", "noisy" if noisy else "",
                     f"{s['samples'].size} steps, median {fmt_ms(med)} ms"]
             stems.append({"title": label.replace("\n", ", "),
-                          "caption": "; ".join(w for w in said if w), "svg": stem_panel(
-                {"title": label, "samples": s["samples"], "bounds": s["bounds"], "drift": drift,
-                 "noisy": noisy, "drift_ratio": ratio})})
+                          "caption": "; ".join(w for w in said if w),
+                          "rank": severity(drift, ratio, num(row.get("between_sd"))),
+                          "plot": {"title": label, "samples": s["samples"],
+                                   "bounds": s["bounds"], "drift": drift, "noisy": noisy,
+                                   "drift_ratio": ratio}})
             flagged.append([
                 cell(where), cell(config_label(axes, AXES)),
                 cell(str(s["samples"].size), "num", v=s["samples"].size),
@@ -119,6 +131,10 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
                  cell(_range(e["spreads"], ".1%"), "num")]
                 for env, e in per_env.items()]
     n_slow = sum(1 for c in cells if c["drift"] and c["ratio"] >= 1)
+    chosen = set(sorted(range(len(stems)), key=lambda i: stems[i]["rank"],
+                        reverse=True)[:MAX_STEMS])
+    shown = [{"title": f["title"], "caption": f["caption"], "svg": stem_panel(f["plot"])}
+             for i, f in enumerate(stems) if i in chosen]
     x_order = list(dict.fromkeys(c["env"] for c in cells))
     return {"overview": drift_overview(cells, x_order) if cells else "",
             "n_cells": len(cells), "n_envs": len(per_env),
@@ -126,6 +142,6 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
             "n_faster": sum(1 for c in cells if c["drift"] and c["ratio"] < 1),
             "n_noisy": sum(c["noisy"] for c in cells),
             "n_downsampled": sum(e["big"] for e in per_env.values()),
-            "stems": stems, "several_machines": several,
+            "stems": shown, "n_flagged": len(stems), "several_machines": several,
             "flagged": {"id": "t-flagged", "columns": columns, "rows": flagged},
             "envs": {"id": "t-stability-envs", "columns": env_columns, "rows": env_rows}}
