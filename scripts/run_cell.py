@@ -158,9 +158,30 @@ def _kernel(seconds, size=128):
             return samples
 
 
-def serve(cell, rule_dict, framework):
+def _preload(framework):
+    """Import the framework's module (tfspeed/frameworks.py: its catalogue row's `module`) and
+    nothing else: no mode chosen, no tensor made. The seconds it took (0 for an unknown one)."""
+    import importlib
+
+    from tfspeed import frameworks, timing
+
+    row = frameworks.get(framework)
+    t0 = timing.clock()
+    if row is not None and getattr(row, "module", None):
+        try:
+            importlib.import_module(row.module)
+        except ImportError:  # a cell that needs no framework import (numpy's matmul); the
+            pass  # build says what is missing where one does
+    return timing.clock() - t0
+
+
+def serve(cell, rule_dict, framework, wait_build=False):
     """--serve: a long-lived worker for paired runs (driver/study/duet.py). Builds the cell,
-    warms it up, says `ready`, then answers commands on stdin, one per line:
+    warms it up, says `ready`, then answers commands on stdin, one per line. With
+    `wait_build` (--wait-build) it first imports the framework alone, says `loaded`, and builds
+    on the command `build`: the coordinator lets both workers import at once (the import is
+    most of a worker's start and times nothing) and builds and warms them up one after the
+    other. Then:
       window S     time calls for about S seconds; reply `window` with the samples
       kernel S     time a fixed NumPy kernel for about S seconds (a covariate of the state of
                    the machine and of this process); reply `kernel` with the samples
@@ -172,7 +193,21 @@ def serve(cell, rule_dict, framework):
 
     rule = timing.Rule(**rule_dict)
     per = float(rule.steps_per_call)
+    import_s = None
+    if wait_build:
+        import_s = _preload(framework)
+        _reply("loaded", {"import_s": import_s})
+        for line in sys.stdin:
+            if line.split()[:1] == ["build"]:
+                break
+            if line.split()[:1] == ["quit"]:
+                sys.stdout.flush()
+                os._exit(0)
+        else:  # the coordinator went away
+            os._exit(0)
     prepared, facts = _build(cell, rule, framework)
+    if import_s is not None:
+        facts["import_s"] = import_s
     _reply("ready", facts)
     for line in sys.stdin:
         words = line.split()
@@ -212,10 +247,12 @@ def main(argv=None):
     parser.add_argument("--out")
     parser.add_argument("--serve", action="store_true",
                         help="a long-lived worker answering commands on stdin (see serve())")
+    parser.add_argument("--wait-build", action="store_true",
+                        help="with --serve: import the framework, say `loaded`, build on `build`")
     args = parser.parse_args(argv)
     cell, rule = json.loads(args.cell), json.loads(args.rule)
     if args.serve:
-        return serve(cell, rule, args.framework)
+        return serve(cell, rule, args.framework, wait_build=args.wait_build)
     if not args.out:
         parser.error("--out is required without --serve")
     base = {"python": platform.python_version(), "python_executable": sys.executable}

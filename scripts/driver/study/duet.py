@@ -47,12 +47,12 @@ class Worker(object):
     """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
 
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
-                 memory_mb=0, prefix=()):
+                 memory_mb=0, prefix=(), wait_build=False):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
         self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
         cmd = list(prefix) + [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
-               "--foreign-cpu-max-share", "1"]
+               "--foreign-cpu-max-share", "1"] + (["--wait-build"] if wait_build else [])
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -83,7 +83,7 @@ class Worker(object):
                 self.kill()
                 raise WorkerError("worker timed out waiting for %r; log tail:\n%s"
                                   % (tag, "\n".join(self.tail[-20:])))
-            building = tag == "ready"
+            building = tag in ("ready", "loaded")
             ready, _, _ = select.select([fd], [], [], min(left, 1.0) if building else left)
             if building and time.monotonic() - self._scanned >= 1.0:  # a /proc scan a second
                 self._scanned = time.monotonic()
@@ -120,6 +120,11 @@ class Worker(object):
         self.cpu.append(reply.get("cpu"))
         self.police_memory()
         return reply["samples_s"]
+
+    def build(self):
+        """After `loaded` (wait_build): build and warm up now; the `ready` payload."""
+        self.send("build")
+        return self.expect("ready")
 
     def rebuild(self):
         self.send("rebuild")
@@ -159,9 +164,13 @@ def alternate(workers, windows, window_s):
     return out, time.monotonic() - t0
 
 
-def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0):
-    """Start both workers (one after the other, each built and warmed up before the other starts,
-    so the builds do not compete for the CPU), alternate, and return the record of the duet.
+def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
+               concurrent_import=True):
+    """Start both workers, alternate, and return the record of the duet. With
+    `concurrent_import` both processes start at once and import their framework side by side
+    (nothing is timed then); each is built and warmed up only after the other's build is done
+    (a (re)build competing for the CPU would bend its warm-up): side a, then side b. Without it,
+    each worker starts, imports, builds and warms up before the other starts.
 
     sides: {"a": dict(python=, run_cell=, cell=, rule=, framework=, env=), "b": ...}"""
     workers, ready = {}, {}
@@ -170,8 +179,13 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0):
             s = sides[side]
             workers[side] = Worker(s["python"], s["run_cell"], s["cell"], s["rule"],
                                    s["framework"], s["env"], timeout_s=timeout_s, log=log,
-                                   memory_mb=memory_mb)
-            ready[side] = workers[side].expect("ready")
+                                   memory_mb=memory_mb, wait_build=concurrent_import)
+            if not concurrent_import:
+                ready[side] = workers[side].expect("ready")
+        if concurrent_import:
+            loaded = {side: workers[side].expect("loaded") for side in ("a", "b")}
+            for side in ("a", "b"):
+                ready[side] = dict(workers[side].build(), **loaded[side])
         windows_out, wall = alternate(workers, windows, window_s)
         return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers
     except Exception:

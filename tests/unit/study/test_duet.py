@@ -83,6 +83,31 @@ def test_real_workers_take_turns_and_rebuild():
     assert all(w.proc.returncode == 0 for w in workers.values())
 
 
+def test_workers_import_side_by_side_and_build_one_after_the_other():
+    """concurrent_import: both workers say `loaded` (their import time rides on the ready facts)
+    and are then built one after the other; without it there is no import phase. A waiting
+    worker builds nothing until told, and quits cleanly when told."""
+    rec, workers = duet.start_pair({"a": side(), "b": side()}, 0.01, 2)
+    try:
+        assert all("import_s" in rec["ready"][s] for s in "ab")
+        assert [len(rec["windows"][s]) for s in "ab"] == [2, 2]
+    finally:
+        for w in workers.values():
+            w.close()
+    rec, workers = duet.start_pair({"a": side(), "b": side()}, 0.01, 2, concurrent_import=False)
+    try:
+        assert not any("import_s" in rec["ready"][s] for s in "ab")
+    finally:
+        for w in workers.values():
+            w.close()
+    # the protocol: a waiting worker builds nothing until told, and quits cleanly when told
+    w = duet.Worker(sys.executable, os.path.join(SCRIPTS, "run_cell.py"), MATMUL, RULE,
+                    "tensorflow", side()["env"], timeout_s=60, wait_build=True)
+    assert "import_s" in w.expect("loaded")
+    w.send("quit")
+    assert w.proc.wait(timeout=30) == 0
+
+
 def test_a_dying_worker_is_an_error_naming_it_not_a_hang():
     bad = dict(side(), cell=dict(MATMUL, data="no_such_data"))
     with pytest.raises(duet.WorkerError, match="exited"):
