@@ -1,6 +1,7 @@
 """Stability: every cell's trend (last-quarter / first-quarter median) in one overview, the stem
-plots of the flagged (drifting or noisy) cells, and every cell's numbers per env in tables; the
-stem plots of steady cells are left out (they took most of the page's bytes)."""
+plots of the most drifting or scattered flagged cells (at most MAX_STEMS; every flagged cell in
+the flagged table), and every cell's numbers per env in tables; the stem plots of steady cells
+are left out (they took most of the page's bytes)."""
 import math
 import os
 
