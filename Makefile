@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components measure-fork slow-state decisions architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components duet-cost measure-fork slow-state decisions architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ dimension: venv  ## variance and cost per level, best repeats and window: make d
 
 components: venv  ## where the spread comes from and what each replicate costs (fresh pairs vs duets); quiet machine only: make components ARGS="--trials 20"
 	$(BIN)/python scripts/components.py $(ARGS)
+
+duet-cost: venv  ## what a duet costs with its workers importing side by side vs one after the other; quiet machine only: make duet-cost ARGS="--trials 12"
+	$(BIN)/python scripts/duet_cost.py $(ARGS)
 
 decisions: venv  ## what one run decided, per machine, as the goals count it: make decisions R=<results dir>
 	@test -n "$(R)" || { echo "usage: make decisions R=<results dir>" >&2; exit 2; }

@@ -1,0 +1,45 @@
+"""scripts/duet_cost.py's figures: the Hodges-Lehmann saving and its Wilcoxon interval cover a
+planted saving at their level and leave 0 out when the arms differ; the variance ratio's F
+interval holds 1 when the arms' spreads are equal."""
+import json
+
+import duet_cost
+import numpy as np
+import pytest
+
+
+def test_hodges_lehmann_covers_at_its_level():
+    rng = np.random.default_rng(3)
+    hits = sum(lo <= 1.5 <= hi for _, lo, hi in
+               (duet_cost.hodges_lehmann(rng.normal(1.5, 1.0, 12)) for _ in range(600)))
+    assert 0.92 <= hits / 600 <= 0.985, hits / 600
+    est, lo, hi = duet_cost.hodges_lehmann([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert est == 3.5 and lo < est < hi
+
+
+def write(path, saving, sd_ratio=1.0, n=12, seed=1):
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as out:
+        for t in range(n):
+            base = 12 + rng.normal(0, 0.3)
+            for arm, wall, sd in (("apart", base, 0.05), ("together", base - saving,
+                                                          0.05 * sd_ratio)):
+                out.write(json.dumps({"trial": t, "arm": arm, "wall_s": wall + rng.normal(0, 0.1),
+                                      "log_ratio": rng.normal(0, sd), "machine": "m"}) + "\n")
+
+
+@pytest.mark.parametrize("saving", [0.0, 1.5])
+def test_a_planted_saving_is_found_and_none_is_claimed_without_one(tmp_path, saving):
+    path = tmp_path / "d.jsonl"
+    write(path, saving)
+    r = duet_cost.analyse(path)
+    assert r["n_trials"] == 12
+    lo, hi = r["saving_ci"]
+    assert (lo > 0) == (saving > 0) and lo <= saving <= hi
+    assert r["var_ratio_ci"][0] < 1 < r["var_ratio_ci"][1]
+
+
+def test_a_wider_spread_together_is_caught(tmp_path):
+    path = tmp_path / "d.jsonl"
+    write(path, 1.0, sd_ratio=4.0, n=20)
+    assert duet_cost.analyse(path)["var_ratio_ci"][0] > 1
