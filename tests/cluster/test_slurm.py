@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
+import yaml
 from helpers import REPO, SNAKEMAKE, quick_config, write_config
 
 pytestmark = pytest.mark.slurm
@@ -93,6 +94,24 @@ def results(workdir):
                   for p in root.rglob("*") if p.is_file())
 
 
+def second_look_files(files, first_look):
+    """The duet files of replicates past the first look (duets/<machine>/<env>/<cell>.r<k>.json,
+    k >= duets.replicates)."""
+    return sorted(f for f in files if f.startswith("duets/")
+                  and int(re.search(r"\.r(\d+)\.json$", f).group(1)) >= first_look)
+
+
+def planned_second_look(workdir, first_look, most):
+    """The second-look duet files a run's plans ask for: replicates first_look .. most - 1 of
+    each row its plan (results/duet_plans/<machine>.json) left open."""
+    out = []
+    for plan in (workdir / "results" / "duet_plans").glob("*.json"):
+        for env, cell in json.loads(plan.read_text())["open"]:
+            out += ["duets/%s/%s/%s.r%d.json" % (plan.stem, env, cell, k)
+                    for k in range(first_look, most)]
+    return sorted(out)
+
+
 def cell_files(workdir):
     root = workdir / "results" / "cells"
     return {str(p.relative_to(root)): json.loads(p.read_text())
@@ -137,8 +156,16 @@ def test_quick_preset_on_slurm_matches_local_run(cluster, study_config, tmp_path
     print("local run %.0f s, SLURM run %.0f s" % (local_s, slurm_s))
     assert rc == 0, "SLURM run failed\n" + diagnostics
 
-    # Same results: the same files (cells, env manifests, round marker, tables, workbook, report).
+    # Same results: the same files (cells, env manifests, round marker, tables, workbook, report),
+    # but the second look's duets: which rows get them depends on what the first look measured,
+    # so each run must hold exactly the ones its own plan (duet_plans/<machine>.json) asks for.
+    duets = yaml.safe_load(study_config.read_text())["duets"]
+    first_look, most = duets["replicates"], duets.get("max_replicates") or duets["replicates"]
     local_files, slurm_files = results(local_dir), results(slurm_dir)
+    for workdir, files in ((local_dir, local_files), (slurm_dir, slurm_files)):
+        later = second_look_files(files, first_look)
+        assert later == planned_second_look(workdir, first_look, most), (workdir, later)
+        files[:] = [f for f in files if f not in later]
     only = {"local run only": sorted(set(local_files) - set(slurm_files)),
             "SLURM run only": sorted(set(slurm_files) - set(local_files))}
     assert slurm_files == local_files, "%r\n%s" % (only, diagnostics)
