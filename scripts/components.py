@@ -251,25 +251,35 @@ def show(result):
     print(json.dumps(result, sort_keys=True))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def trial_parser(doc, out, trials, windows, seed):
+    """The arguments every trial script of duets shares (this one, duet_cost.py)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--analyse", metavar="JSONL", help="only analyse an earlier run's file")
-    parser.add_argument("--out", default="build/components/components.jsonl")
+    parser.add_argument("--out", default=out)
     parser.add_argument("--machine", help="machine key of the built envs (default: this one)")
-    parser.add_argument("--comparisons", nargs="+", default=list(DEFAULT_COMPARISONS),
-                        help="ENV:KERAS/ENV:KERAS pairs, side A first")
     parser.add_argument("--mode", default="graph")
     parser.add_argument("--threads", default="auto")
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--windows", type=int, default=4, help="windows per side per build")
+    parser.add_argument("--trials", type=int, default=trials)
+    parser.add_argument("--windows", type=int, default=windows, help="windows per side")
     parser.add_argument("--window-s", type=float, default=0.25)
-    parser.add_argument("--fresh-window-s", type=float, default=0.5,
-                        help="a fresh process's window (config stop.budget_s)")
-    parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--seed", type=int, default=seed)
+    return parser
+
+
+def run_or_analyse(parser, argv, run, analyse, show):
     args = parser.parse_args(argv)
     if not args.analyse:
         run(args)
     show(analyse(args.analyse or args.out))
+
+
+def main(argv=None):
+    parser = trial_parser(__doc__, "build/components/components.jsonl", 20, 4, 20261126)
+    parser.add_argument("--comparisons", nargs="+", default=list(DEFAULT_COMPARISONS),
+                        help="ENV:KERAS/ENV:KERAS pairs, side A first")
+    parser.add_argument("--fresh-window-s", type=float, default=0.5,
+                        help="a fresh process's window (config stop.budget_s)")
+    run_or_analyse(parser, argv, run, analyse, show)
 
 
 if __name__ == "__main__":

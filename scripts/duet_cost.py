@@ -20,7 +20,6 @@ buy a wider spread). Needs the envs built (results/envs/<machine>/<env>.json). U
     python scripts/duet_cost.py --trials 12 --out build/duet_cost/duet_cost.jsonl
     python scripts/duet_cost.py --analyse build/duet_cost/duet_cost.jsonl
 """
-import argparse
 import json
 import math
 import os
@@ -33,7 +32,7 @@ from scipy import stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from components import log_median, side  # noqa: E402
+from components import log_median, run_or_analyse, side, trial_parser  # noqa: E402
 
 from driver.study import duet  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
@@ -124,22 +123,10 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--analyse", metavar="JSONL", help="only analyse an earlier run's file")
-    parser.add_argument("--out", default="build/duet_cost/duet_cost.jsonl")
-    parser.add_argument("--machine", help="machine key of the built envs (default: this one)")
+    parser = trial_parser(__doc__, "build/duet_cost/duet_cost.jsonl", 12, 8, 20261127)
     parser.add_argument("--pair", default="tf1.14:tf.keras/tf2.16:tf_keras",
                         help="ENV:KERAS/ENV:KERAS, side A (the reference) first")
-    parser.add_argument("--mode", default="graph")
-    parser.add_argument("--threads", default="auto")
-    parser.add_argument("--trials", type=int, default=12)
-    parser.add_argument("--windows", type=int, default=8, help="windows per side (config duets)")
-    parser.add_argument("--window-s", type=float, default=0.25)
-    parser.add_argument("--seed", type=int, default=20261127)
-    args = parser.parse_args(argv)
-    if not args.analyse:
-        run(args)
-    show(analyse(args.analyse or args.out))
+    run_or_analyse(parser, argv, run, analyse, show)
 
 
 if __name__ == "__main__":
