@@ -164,10 +164,8 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
     machines = sorted(set(df["machine"]))
     several = len(machines) > 1
     style = {m: MACHINE_STYLE[i % len(MACHINE_STYLE)] for i, m in enumerate(machines)}
-    groups = []
-    for key, part in df.groupby(CONFIG_KEYS, sort=False):
-        if part.groupby("machine")["env"].nunique().max() >= min_versions:
-            groups.append((key, part))
+    drawn = most_versions(df) >= min_versions
+    groups = [(key, part) for key, part in df.groupby(CONFIG_KEYS, sort=False) if drawn[key]]
 
     def rank(key):
         return tuple(AXIS_ORDER.get(a, {}).get(v, 99) for a, v in zip(CONFIG_KEYS, key))
@@ -267,12 +265,17 @@ def history_panels(ok: pd.DataFrame, order: list[str], reference_env: str,
             "min_versions": min_versions, "machines": machines}
 
 
+def most_versions(df: pd.DataFrame) -> pd.Series:
+    """Per configuration (CONFIG_KEYS), the most TF versions any one machine measured it in: a
+    configuration has a history panel where that reaches min_versions."""
+    return df.groupby(CONFIG_KEYS + ["machine"])["env"].nunique().groupby(CONFIG_KEYS).max()
+
+
 def fewer_versions(df: pd.DataFrame, min_versions: int) -> int:
-    """How many TensorFlow configurations of the study's machines (not the twin keys, whose
-    few cells are copies of the A/A check) were measured in fewer than `min_versions` TF
-    versions, so have no panel: the versions table holds them."""
+    """How many TensorFlow configurations (not counting the twin keys, whose few cells are
+    copies of the A/A check) no machine measured in `min_versions` TF versions, so have no
+    panel: the versions table holds them."""
     if df.empty:
         return 0
     main = df[~col(df, "machine").map(layout.is_twin)]
-    counts = main.groupby(HISTORY_KEYS)["env"].nunique()
-    return int((counts < min_versions).sum())
+    return int((most_versions(main) < min_versions).sum())

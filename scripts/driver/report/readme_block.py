@@ -15,7 +15,7 @@ import pandas as pd
 from driver.report.answer import like_for_like
 from driver.report.fmt import col, text
 from driver.report.questions import questions
-from driver.report.statements import WORKLOAD, span_text
+from driver.report.statements import WORKLOAD, mode_groups, span_text
 from driver.report.statements import _pct as pct_text
 from driver.tables.results import Results
 from tfspeed import atomic
@@ -59,8 +59,7 @@ def claim_compact(claim, margin: float) -> str:
         n = len(claim.rows)
         return "; ".join(group_compact(g, n, i == 0, margin) for i, g in enumerate(claim.groups))
     parts = []
-    for mode in INFERENCE_MODE:
-        groups = [g for g in claim.groups if g.rows[0].id.split(":")[2] == mode]
+    for mode, _, groups in mode_groups(claim):
         n = sum(len(g.rows) for g in groups)
         parts += [(f"{INFERENCE_MODE[mode]}, " if i == 0 else "")
                   + group_compact(g, n, i == 0, margin, prefix="predict() ")

@@ -30,10 +30,8 @@ OPEN_MAX_ROWS = 24
 
 def open_glance(view: dict) -> bool:
     """Whether a comparison's glance fits open on the page: rows, and at most OPEN_MAX_ROWS."""
-    glance = view.get("glance") or {}
-    n = len(glance.get("rows") or []) if glance else len((view.get("full") or {}).get("rows")
-                                                           or [])
-    return bool(view["rows"]) and n <= OPEN_MAX_ROWS
+    shown = view.get("glance") or view.get("full") or {}
+    return bool(view["rows"]) and len(shown.get("rows") or []) <= OPEN_MAX_ROWS
 
 
 def digest(view: dict) -> str:

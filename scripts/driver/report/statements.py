@@ -251,6 +251,22 @@ def training_rows(tabs: dict, machine: str = "") -> dict:
             "source": "cells"}
 
 
+# the inference claim's modes, in its order, with the names its sentence gives them
+INFERENCE_MODES = (("eager", "eager"), ("graph", "TF 1-style graph"))
+
+
+def mode_groups(claim: Claim) -> list[tuple[str, str, tuple]]:
+    """The inference claim's groups per mode, as its sentence lists them: [(mode, name,
+    groups)], modes without rows left out (inference_claim groups each mode's rows apart, so
+    every group's rows share one mode: the third part of their ids)."""
+    out = []
+    for mode, name in INFERENCE_MODES:
+        groups = tuple(g for g in claim.groups if g.rows[0].id.split(":")[2] == mode)
+        if groups:
+            out.append((mode, name, groups))
+    return out
+
+
 def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
     """model(x) against predict() on one small batch, every version measured, per mode: how many
     times model(x)'s time predict() takes (call_vs_predict's ratio is call / predict)."""
@@ -262,7 +278,7 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
                      "nodata", ())
     parts, groups = [], []
     flip = {LEFT_FASTER: RIGHT_FASTER, RIGHT_FASTER: LEFT_FASTER}
-    for mode, name in (("eager", "eager"), ("graph", "TF 1-style graph")):
+    for mode, name in INFERENCE_MODES:
         rows = []
         for r in records(cvp[col(cvp, "mode").map(text) == mode]):
             ratio = num(r.get("ratio"))
@@ -330,12 +346,8 @@ def tally(claim: Claim, margin: float) -> str:
 
     if claim.question != "inference":
         return counts(claim.groups, len(claim.rows), "")
-    parts = []
-    for mode, name in (("eager", "eager"), ("graph", "TF 1-style graph")):
-        rows = [r for r in claim.rows if r.id.split(":")[2] == mode]
-        if rows:
-            parts.append(f"{name}: {counts(groups_of(rows), len(rows), 'predict()')}")
-    return "; ".join(parts)
+    return "; ".join(f"{name}: {counts(groups, sum(len(g.rows) for g in groups), 'predict()')}"
+                     for _, name, groups in mode_groups(claim))
 
 
 def by_question(found: dict, margin: float = 0.10) -> list[dict]:

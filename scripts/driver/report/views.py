@@ -221,7 +221,7 @@ def comparison_view(name: str, df: pd.DataFrame) -> dict:
     # the level the intervals are tested at: in the header when one level covers most rows, in
     # a row's tooltip only where it differs (a tooltip per row doubled the table's bytes)
     levels = [_level(r) for r in recs]
-    common = max(set(levels), key=levels.count) if levels else ""
+    common = max(sorted(set(levels)), key=levels.count) if levels else ""  # ties: the first
     if common:
         columns[2] = dict(columns[2], csv=f"ratio_ci_low, ratio_ci_high; {common} unless a "
                                          f"cell says otherwise")

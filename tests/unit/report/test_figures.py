@@ -309,3 +309,30 @@ def test_machine_tags_tell_machines_apart():
     assert [r["label"] for r in panel(rows, "t")["rows"]] == ["2.0.4 tf.keras · amd",
                                                              "2.0.4 tf.keras · intel"]
     assert panel(rows[:1], "t")["rows"][0]["label"] == "2.0.4 tf.keras"
+
+
+def test_history_one_panel_per_configuration_and_its_count_of_the_rest():
+    """A configuration gets one panel, every machine a line in it, when some machine measured it
+    in min_versions versions; the sentence's count of configurations without a panel counts
+    exactly the others (twin keys neither draw nor count)."""
+    rows = []
+
+    def add(machine, api, envs):
+        for i, env in enumerate(envs):
+            rows.append({"framework": "tensorflow", "machine": machine, "model": "small",
+                         "data": "small", "keras": "tf.keras", "mode": "eager", "api": api,
+                         "input": "numpy", "device": "cpu", "env": env,
+                         "framework_version": env[2:] + ".0", "median_s": 0.01 + i * 1e-3,
+                         "ci_low_s": 0.009, "ci_high_s": 0.02})
+
+    envs = ["tf2.1", "tf2.2", "tf2.3"]
+    add("amd-a", "fit", envs)             # 3 versions here ...
+    add("intel-b", "fit", envs[:2])       # ... 2 there: one panel, two lines
+    add("amd-a", "predict", envs[:2])     # 2 and 2: no panel, counted
+    add("intel-b", "predict", envs[:2])
+    add("amd-a.twin", "call", envs[:1])   # a twin key: neither
+    out = forest.history_panels(pd.DataFrame(rows), envs, "tf2.1", min_versions=3)
+    assert len(out["panels"]) == 1 and out["fewer"] == 1
+    assert out["machines"] == ["amd-a", "intel-b"]
+    assert "amd-a: from" in out["panels"][0]["caption"]
+    assert "intel-b: from" in out["panels"][0]["caption"]
