@@ -175,7 +175,7 @@ def _preload(framework):
     return timing.clock() - t0
 
 
-def serve(cell, rule_dict, framework, wait_build=False):
+def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     """--serve: a long-lived worker for paired runs (driver/study/duet.py). Builds the cell,
     warms it up, says `ready`, then answers commands on stdin, one per line. With
     `wait_build` (--wait-build) it first imports the framework alone, says `loaded`, and builds
@@ -188,7 +188,11 @@ def serve(cell, rule_dict, framework, wait_build=False):
       rebuild      a new model in this process (Keras' session cleared first): `ready` again
       quit         exit
     The coordinator alternates two such workers window by window, so both sides of a
-    comparison see the same state of the machine."""
+    comparison see the same state of the machine. With `partner` (--partner, a second cell of
+    the same env) one worker holds both sides: it builds and warms up `cell`, then `partner`, in
+    this one process (`ready` carries the partner's facts under "partner"), and `window S 1`
+    times the partner; both sides then share the process's own state as well as the machine's
+    (docs/design.md, "Pairs in one process")."""
     from tfspeed import machine, timing
 
     rule = timing.Rule(**rule_dict)
@@ -205,7 +209,16 @@ def serve(cell, rule_dict, framework, wait_build=False):
                 os._exit(0)
         else:  # the coordinator went away
             os._exit(0)
-    prepared, facts = _build(cell, rule, framework)
+    cells = [cell] + ([partner] if partner else [])
+
+    def build_all():
+        built = [_build(c, rule, framework) for c in cells]
+        facts = dict(built[0][1])
+        if partner:
+            facts["partner"] = built[1][1]
+        return [b[0] for b in built], facts
+
+    prepared, facts = build_all()
     if import_s is not None:
         facts["import_s"] = import_s
     _reply("ready", facts)
@@ -214,15 +227,16 @@ def serve(cell, rule_dict, framework, wait_build=False):
         if not words:
             continue
         if words[0] == "window":
+            which = int(words[2]) if len(words) > 2 else 0
             meter = machine.CpuWindow()  # this worker's own session: the rest is foreign
             meter.start()
-            samples = _window(prepared.step, float(words[1]), 5, per)
+            samples = _window(prepared[which].step, float(words[1]), 5, per)
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
         elif words[0] == "kernel":
             _reply("kernel", {"samples_s": _kernel(float(words[1]))})
         elif words[0] == "rebuild":
             _clear_session(framework, cell)
-            prepared, facts = _build(cell, rule, framework)
+            prepared, facts = build_all()
             _reply("ready", facts)
         elif words[0] == "quit":
             break
@@ -249,10 +263,15 @@ def main(argv=None):
                         help="a long-lived worker answering commands on stdin (see serve())")
     parser.add_argument("--wait-build", action="store_true",
                         help="with --serve: import the framework, say `loaded`, build on `build`")
+    parser.add_argument("--partner",
+                        help="with --serve: a second cell (JSON) built in this same process")
     args = parser.parse_args(argv)
     cell, rule = json.loads(args.cell), json.loads(args.rule)
+    if args.partner and not args.serve:
+        parser.error("--partner needs --serve")
     if args.serve:
-        return serve(cell, rule, args.framework, wait_build=args.wait_build)
+        return serve(cell, rule, args.framework, wait_build=args.wait_build,
+                     partner=json.loads(args.partner) if args.partner else None)
     if not args.out:
         parser.error("--out is required without --serve")
     base = {"python": platform.python_version(), "python_executable": sys.executable}

@@ -47,18 +47,23 @@ class Worker(object):
     """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
 
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
-                 memory_mb=0, prefix=(), wait_build=False):
+                 memory_mb=0, prefix=(), wait_build=False, partner=None):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
         self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
         cmd = list(prefix) + [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
                "--foreign-cpu-max-share", "1"] + (["--wait-build"] if wait_build else [])
+        if partner is not None:  # a second cell in this same process (run_cell.py serve)
+            cmd += ["--partner", json.dumps(partner, sort_keys=True)]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.tail = []
-        self.cpu = []  # each timed window's CPU meter (tfspeed/machine.py CpuWindow), in order
+        # each timed window's CPU meter (tfspeed/machine.py CpuWindow), in order, per cell of
+        # the process (1: the partner's)
+        self.cpu_of = {0: [], 1: []}
+        self.cpu = self.cpu_of[0]
 
     def police_memory(self):
         """Kill the worker when its resident memory (its whole process group) is above
@@ -114,10 +119,10 @@ class Worker(object):
         self.proc.stdin.write((command + "\n").encode())
         self.proc.stdin.flush()
 
-    def window(self, seconds):
-        self.send("window %g" % seconds)
+    def window(self, seconds, which=0):
+        self.send("window %g %d" % (seconds, which) if which else "window %g" % seconds)
         reply = self.expect("window")
-        self.cpu.append(reply.get("cpu"))
+        self.cpu_of[which].append(reply.get("cpu"))
         self.police_memory()
         return reply["samples_s"]
 
@@ -145,6 +150,27 @@ class Worker(object):
         except OSError:
             pass
         self.proc.wait()
+
+
+class Partner(object):
+    """The partner side of a pair held in one process: its windows are the worker's cell 1."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.cpu = worker.cpu_of[1]
+
+    def window(self, seconds):
+        return self.worker.window(seconds, 1)
+
+    def close(self):
+        return self.worker.close()
+
+    def kill(self):
+        self.worker.kill()
+
+    @property
+    def peak_rss_mb(self):
+        return self.worker.peak_rss_mb
 
 
 def abba(k):
@@ -191,4 +217,35 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
     except Exception:
         for w in workers.values():
             w.kill()
+        raise
+
+
+def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None, memory_mb=0):
+    """Both sides in ONE fresh process (docs/design.md, "Pairs in one process"): the worker
+    builds and warms up side `first`, then the other, and the two take turns window by window as
+    a duet's sides do; the process's own state is then the same for both. The sides must share
+    their env's Python, framework, environment and stopping rule. Returns what start_pair
+    returns; the record says `together` and which side was built first."""
+    if first not in ("a", "b"):
+        raise ValueError("first must be 'a' or 'b', not %r" % (first,))
+    other = "b" if first == "a" else "a"
+    s, p = sides[first], sides[other]
+    for key in ("python", "run_cell", "framework", "env", "rule"):
+        if s[key] != p[key]:
+            raise ValueError("a pair in one process needs both sides' %r to be the same "
+                             "(side a: %r, side b: %r)" % (key, sides["a"][key], sides["b"][key]))
+    worker = Worker(s["python"], s["run_cell"], s["cell"], s["rule"], s["framework"], s["env"],
+                    timeout_s=timeout_s, log=log, memory_mb=memory_mb, partner=p["cell"])
+    workers = {first: worker, other: Partner(worker)}
+    try:
+        facts = worker.expect("ready")
+        partner_facts = facts.pop("partner", None)
+        if partner_facts is None:
+            raise WorkerError("the worker did not build the partner cell")
+        ready = {first: facts, other: partner_facts}
+        windows_out, wall = alternate(workers, windows, window_s)
+        return ({"ready": ready, "windows": windows_out, "alternation_s": wall,
+                 "together": True, "built_first": first}, workers)
+    except Exception:
+        worker.kill()
         raise

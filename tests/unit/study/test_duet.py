@@ -108,6 +108,48 @@ def test_workers_import_side_by_side_and_build_one_after_the_other():
     assert w.proc.wait(timeout=30) == 0
 
 
+def test_a_pair_in_one_process_times_each_side_in_the_same_worker():
+    """start_together: one process holds both cells; window 1 times the partner (here a
+    1000 x 1000 product against a 32-wide one, so the sides cannot be confused), each side
+    builds in turn (`first`), every side's CPU meter is its own, and a rebuild builds both."""
+    big = dict(side(), cell=dict(MATMUL, data="matmul"))
+    for first in ("a", "b"):
+        rec, workers = duet.start_together({"a": side(), "b": big}, 0.01, 4, first=first)
+        try:
+            assert rec["together"] and rec["built_first"] == first
+            assert workers["a"].worker is workers["b"] if first == "b" else \
+                workers["b"].worker is workers["a"]
+            assert set(rec["ready"]) == {"a", "b"}
+            assert all("first_call_s" in rec["ready"][s] for s in "ab")
+            med = {s: sorted(sum(rec["windows"][s], []))[len(sum(rec["windows"][s], [])) // 2]
+                   for s in "ab"}
+            assert med["b"] > 5 * med["a"]
+            assert [len(workers[s].cpu) for s in "ab"] == [4, 4]
+        finally:
+            for w in workers.values():
+                w.close()
+    proc = workers["a"].proc if isinstance(workers["a"], duet.Worker) else workers["b"].proc
+    assert proc.returncode == 0
+    # a rebuild rebuilds both cells, and the partner's facts come back with it
+    w = duet.Worker(sys.executable, os.path.join(SCRIPTS, "run_cell.py"), MATMUL, RULE,
+                    "tensorflow", side()["env"], timeout_s=60, partner=big["cell"])
+    try:
+        assert w.expect("ready")["partner"]["first_call_s"] >= 0
+        assert "partner" in w.rebuild()
+    finally:
+        w.close()
+
+
+def test_a_pair_in_one_process_needs_one_env_and_one_rule():
+    other_rule = dict(side(), rule=dict(RULE, budget_s=0.1))
+    with pytest.raises(ValueError, match="'rule'"):
+        duet.start_together({"a": side(), "b": other_rule}, 0.01, 2)
+    with pytest.raises(ValueError, match="'python'"):
+        duet.start_together({"a": side(), "b": dict(side(), python="/other/python")}, 0.01, 2)
+    with pytest.raises(ValueError, match="first"):
+        duet.start_together({"a": side(), "b": side()}, 0.01, 2, first="c")
+
+
 def test_a_dying_worker_is_an_error_naming_it_not_a_hang():
     bad = dict(side(), cell=dict(MATMUL, data="no_such_data"))
     with pytest.raises(duet.WorkerError, match="exited"):

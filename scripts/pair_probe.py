@@ -1,0 +1,220 @@
+#!/usr/bin/env python
+"""Does a pair in one process cancel the process's own state? Measured against duets.
+
+`make pair-probe` (docs/design.md, "Pairs in one process"): on a quiet machine, for comparisons
+whose two sides live in one env and one mode (another API, another input, the same cell twice),
+trials in randomized order, each trial one replicate of each arm in random order:
+
+  together   one fresh process builds and warms up both cells (which one first alternates by
+             trial), then times them window by window in ABBA turns (duet.start_together)
+  duet       two fresh processes, one per side, alternating the same way (duet.start_pair: what
+             the headline's duets do)
+
+Both arms take the same windows (`--windows` per side of `--window-s`). It writes every replicate
+to a JSON-lines file and prints, per comparison and arm, the sd of the log ratio between
+replicates with its 95 % CI (chi-square), the ratio of the two arms' variances with the F test's
+95 % CI, the cost of a replicate, the precision per second of each arm, whether being in one
+process moves the ratio (the arms' mean log ratios, Welch CI), whether the build order does, and
+how much each side's own median moves between processes (the state the pair shares). Needs the
+envs built (results/envs/<machine>/<env>.json). Usage:
+
+    python scripts/pair_probe.py --trials 10 --out build/pair_probe/pair_probe.jsonl
+    python scripts/pair_probe.py --analyse build/pair_probe/pair_probe.jsonl
+"""
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from components import log_median, run_or_analyse, trial_parser  # noqa: E402
+from components import side as env_side  # noqa: E402
+
+from driver.study import duet  # noqa: E402
+from driver.study.provenance import machine_key  # noqa: E402
+
+ARMS = ("together", "duet")
+AXES = ("mode", "keras", "api", "input")
+
+# NAME=ENV:MODE:KERAS:API:INPUT/OVERRIDES: side b is side a with the overrides (none: A/A)
+DEFAULT_COMPARISONS = (
+    "aa=tf1.14:graph:tf.keras:train_on_batch:numpy/",
+    "api=tf1.14:graph:tf.keras:train_on_batch:numpy/api=fit",
+    "input=tf2.21:eager:keras3:train_on_batch:numpy/input=tfdata",
+)
+
+
+def parse_comparison(text):
+    """NAME=ENV:MODE:KERAS:API:INPUT/KEY=VALUE,... -> (name, env, cell a, cell b). A clear
+    error naming the text when it does not follow that form."""
+    try:
+        name, rest = text.split("=", 1)
+        left, right = rest.split("/", 1)
+        env, *axes = left.split(":")
+        if len(axes) != len(AXES) or not name or not env:
+            raise ValueError
+        a = dict(zip(AXES, axes))
+        b = dict(a)
+        for item in filter(None, right.split(",")):
+            key, value = item.split("=", 1)
+            if key not in AXES:
+                raise ValueError
+            b[key] = value
+    except ValueError:
+        raise SystemExit("comparison %r: expected NAME=ENV:%s/KEY=VALUE,... with KEY one of %s"
+                         % (text, ":".join(a.upper() for a in AXES), ", ".join(AXES))) from None
+    return name, env, a, b
+
+
+def sides_of(machine, env, a, b, threads):
+    out = {}
+    for label, axes in (("a", a), ("b", b)):
+        s = env_side(machine, env, axes["keras"], axes["mode"], threads)
+        s["cell"] = dict(s["cell"], **axes)
+        out[label] = s
+    return out
+
+
+def one_replicate(sides, windows, window_s, arm, first):
+    t0 = time.monotonic()
+    if arm == "together":
+        rec, workers = duet.start_together(sides, window_s, windows, first=first)
+    else:
+        rec, workers = duet.start_pair(sides, window_s, windows)
+    for w in workers.values():
+        w.close()
+    med = {s: log_median(sum(rec["windows"][s], [])) for s in "ab"}
+    return {"wall_s": time.monotonic() - t0, "alternation_s": rec["alternation_s"],
+            "built_first": first if arm == "together" else None,
+            "log_median": med, "log_ratio": med["b"] - med["a"],
+            "window_log_ratios": [log_median(wb) - log_median(wa) for wa, wb
+                                  in zip(rec["windows"]["a"], rec["windows"]["b"])],
+            "foreign_cpu_share": [c.get("foreign_cpu_share") if c else None
+                                  for s in "ab" for c in workers[s].cpu]}
+
+
+def run(args):
+    machine = args.machine or machine_key()
+    comparisons = [parse_comparison(text) for text in args.comparisons]
+    built = {name: sides_of(machine, env, a, b, args.threads)
+             for name, env, a, b in comparisons}
+    rng = random.Random(args.seed)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "a") as out:
+        for trial in range(args.trials):
+            for name, env, a, b in rng.sample(comparisons, len(comparisons)):
+                for arm in rng.sample(ARMS, 2):
+                    rec = one_replicate(built[name], args.windows, args.window_s, arm,
+                                        "a" if trial % 2 == 0 else "b")
+                    rec.update(arm=arm, trial=trial, comparison=name, env=env, a=a, b=b,
+                               machine=machine)
+                    out.write(json.dumps(rec, sort_keys=True) + "\n")
+                    out.flush()
+                    print("trial %d %s %s: %.1f s, log ratio %+.3f"
+                          % (trial, name, arm, rec["wall_s"], rec["log_ratio"]), flush=True)
+
+
+def sd_ci(x, level=0.95):
+    """The sample sd of `x` and its chi-square CI."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    sd = float(np.std(x, ddof=1))
+    df = n - 1
+    lo = sd * math.sqrt(df / stats.chi2.ppf(0.5 + level / 2, df))
+    hi = sd * math.sqrt(df / stats.chi2.ppf(0.5 - level / 2, df))
+    return sd, lo, hi
+
+
+def welch(x, y, level=0.95):
+    """mean(x) - mean(y) with its Welch CI."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    vx, vy = np.var(x, ddof=1) / len(x), np.var(y, ddof=1) / len(y)
+    se = math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    d = float(np.mean(x) - np.mean(y))
+    t = stats.t.ppf(0.5 + level / 2, df)
+    return d, d - t * se, d + t * se
+
+
+def analyse(path, level=0.95):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    out = {"machine": rows[0]["machine"] if rows else "", "comparisons": {}}
+    for name in sorted({r["comparison"] for r in rows}):
+        mine = [r for r in rows if r["comparison"] == name]
+        res = {"n": {}}
+        for arm in ARMS:
+            arm_rows = [r for r in mine if r["arm"] == arm]
+            lr = [r["log_ratio"] for r in arm_rows]
+            res["n"][arm] = len(lr)
+            if len(lr) < 3:
+                continue
+            sd, lo, hi = sd_ci(lr, level)
+            wall = float(np.median([r["wall_s"] for r in arm_rows]))
+            res[arm] = {"mean_log_ratio": float(np.mean(lr)), "sd": sd, "sd_ci": [lo, hi],
+                        "median_wall_s": wall, "precision_per_s": 1.0 / (sd ** 2 * wall),
+                        # each side's own median between processes: the state a pair shares
+                        "sd_side_a": sd_ci([r["log_median"]["a"] for r in arm_rows], level)[0],
+                        "corr_sides": float(stats.pearsonr(
+                            [r["log_median"]["a"] for r in arm_rows],
+                            [r["log_median"]["b"] for r in arm_rows])[0])}
+        if all(arm in res for arm in ARMS):
+            n1, n2 = res["n"]["duet"] - 1, res["n"]["together"] - 1
+            ratio = (res["duet"]["sd"] / res["together"]["sd"]) ** 2
+            res["var_ratio_duet_over_together"] = ratio
+            res["var_ratio_ci"] = [ratio / stats.f.ppf(0.5 + level / 2, n1, n2),
+                                   ratio / stats.f.ppf(0.5 - level / 2, n1, n2)]
+            res["precision_per_s_ratio"] = (res["together"]["precision_per_s"]
+                                            / res["duet"]["precision_per_s"])
+            shift = welch([r["log_ratio"] for r in mine if r["arm"] == "together"],
+                          [r["log_ratio"] for r in mine if r["arm"] == "duet"], level)
+            res["shift_together_minus_duet"] = list(shift)
+            tog = [r for r in mine if r["arm"] == "together"]
+            fa = [r["log_ratio"] for r in tog if r["built_first"] == "a"]
+            fb = [r["log_ratio"] for r in tog if r["built_first"] == "b"]
+            if len(fa) >= 2 and len(fb) >= 2:
+                res["build_order_a_first_minus_b_first"] = list(welch(fa, fb, level))
+        out["comparisons"][name] = res
+    return out
+
+
+def show(result):
+    print("pairs in one process against duets on %s" % result["machine"])
+    for name, res in result["comparisons"].items():
+        print("%s (replicates: together %d, duet %d)" % (name, res["n"].get("together", 0),
+                                                         res["n"].get("duet", 0)))
+        for arm in ARMS:
+            if arm in res:
+                r = res[arm]
+                print("  %-8s sd of the log ratio %.4f (95 %% CI %.4f-%.4f), mean %+.4f, %.1f s "
+                      "a replicate; a side's own sd %.3f, sides' correlation %+.2f"
+                      % (arm, r["sd"], r["sd_ci"][0], r["sd_ci"][1], r["mean_log_ratio"],
+                         r["median_wall_s"], r["sd_side_a"], r["corr_sides"]))
+        if "var_ratio_duet_over_together" in res:
+            print("  variance duet / together %.2f (95 %% CI %.2f-%.2f); precision per second "
+                  "together / duet %.2f" % (res["var_ratio_duet_over_together"],
+                                            res["var_ratio_ci"][0], res["var_ratio_ci"][1],
+                                            res["precision_per_s_ratio"]))
+            print("  in one process minus in two: %+.4f (95 %% CI %+.4f to %+.4f)"
+                  % tuple(res["shift_together_minus_duet"]))
+        if "build_order_a_first_minus_b_first" in res:
+            print("  built first a minus b: %+.4f (95 %% CI %+.4f to %+.4f)"
+                  % tuple(res["build_order_a_first_minus_b_first"]))
+    print(json.dumps(result, sort_keys=True))
+
+
+def main(argv=None):
+    parser = trial_parser(__doc__, "build/pair_probe/pair_probe.jsonl", 10, 8, 20261128)
+    parser.add_argument("--comparisons", nargs="+", default=list(DEFAULT_COMPARISONS),
+                        help="NAME=ENV:MODE:KERAS:API:INPUT/KEY=VALUE,... (side b is side a "
+                        "with the KEY=VALUE changes; none: the cell against itself)")
+    run_or_analyse(parser, argv, run, analyse, show)
+
+
+if __name__ == "__main__":
+    main()
