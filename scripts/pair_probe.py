@@ -7,6 +7,9 @@ trials in randomized order, each trial one replicate of each arm in random order
 
   together   one fresh process builds and warms up both cells (which one first alternates by
              trial), then times them window by window in ABBA turns (duet.start_together)
+  mix        the same one process, its two cells interleaved call by call (blocks of
+             `--mix-block` timed calls, ABBA) for the same timed seconds (duet.start_together
+             with mix_block)
   duet       two fresh processes, one per side, alternating the same way (duet.start_pair: what
              the headline's duets do)
 
@@ -39,7 +42,7 @@ from components import side as env_side  # noqa: E402
 from driver.study import duet  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "duet")
+ARMS = ("together", "mix", "duet")
 AXES = ("mode", "keras", "api", "input")
 
 # NAME=ENV:MODE:KERAS:API:INPUT/OVERRIDES: side b is side a with the overrides (none: A/A)
@@ -81,17 +84,18 @@ def sides_of(machine, env, a, b, threads):
     return out
 
 
-def one_replicate(sides, windows, window_s, arm, first):
+def one_replicate(sides, windows, window_s, arm, first, mix_block=4):
     t0 = time.monotonic()
-    if arm == "together":
-        rec, workers = duet.start_together(sides, window_s, windows, first=first)
+    if arm in ("together", "mix"):
+        rec, workers = duet.start_together(sides, window_s, windows, first=first,
+                                           mix_block=mix_block if arm == "mix" else 0)
     else:
         rec, workers = duet.start_pair(sides, window_s, windows)
     for w in workers.values():
         w.close()
     med = {s: log_median(sum(rec["windows"][s], [])) for s in "ab"}
     return {"wall_s": time.monotonic() - t0, "alternation_s": rec["alternation_s"],
-            "built_first": first if arm == "together" else None,
+            "built_first": first if arm != "duet" else None,
             "log_median": med, "log_ratio": med["b"] - med["a"],
             "window_log_ratios": [log_median(wb) - log_median(wa) for wa, wb
                                   in zip(rec["windows"]["a"], rec["windows"]["b"])],
@@ -109,9 +113,9 @@ def run(args):
     with open(args.out, "a") as out:
         for trial in range(args.trials):
             for name, env, a, b in rng.sample(comparisons, len(comparisons)):
-                for arm in rng.sample(ARMS, 2):
+                for arm in rng.sample(args.arms, len(args.arms)):
                     rec = one_replicate(built[name], args.windows, args.window_s, arm,
-                                        "a" if trial % 2 == 0 else "b")
+                                        "a" if trial % 2 == 0 else "b", args.mix_block)
                     rec.update(arm=arm, trial=trial, comparison=name, env=env, a=a, b=b,
                                machine=machine)
                     out.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -142,6 +146,16 @@ def welch(x, y, level=0.95):
     return d, d - t * se, d + t * se
 
 
+def windows_part(rows, sd):
+    """A replicate's se of its log ratio from its window pairs' spread (None with one window:
+    the mix arm), and the between-replicate sd beyond it (0 where the windows explain it all)."""
+    w = [r["window_log_ratios"] for r in rows]
+    if not w or min(len(x) for x in w) < 2:
+        return {"window_se": None, "beyond_windows_sd": None}
+    se = math.sqrt(float(np.mean([np.var(x, ddof=1) / len(x) for x in w])))
+    return {"window_se": se, "beyond_windows_sd": math.sqrt(max(sd ** 2 - se ** 2, 0.0))}
+
+
 def analyse(path, level=0.95):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     out = {"machine": rows[0]["machine"] if rows else "", "comparisons": {}}
@@ -160,25 +174,31 @@ def analyse(path, level=0.95):
                         "median_wall_s": wall, "precision_per_s": 1.0 / (sd ** 2 * wall),
                         # each side's own median between processes: the state a pair shares
                         "sd_side_a": sd_ci([r["log_median"]["a"] for r in arm_rows], level)[0],
+                        # the windows' own share: a replicate's se from its windows, and the
+                        # spread between replicates beyond it (the processes' and builds')
+                        **windows_part(arm_rows, sd),
                         "corr_sides": float(stats.pearsonr(
                             [r["log_median"]["a"] for r in arm_rows],
                             [r["log_median"]["b"] for r in arm_rows])[0])}
-        if all(arm in res for arm in ARMS):
-            n1, n2 = res["n"]["duet"] - 1, res["n"]["together"] - 1
-            ratio = (res["duet"]["sd"] / res["together"]["sd"]) ** 2
-            res["var_ratio_duet_over_together"] = ratio
-            res["var_ratio_ci"] = [ratio / stats.f.ppf(0.5 + level / 2, n1, n2),
-                                   ratio / stats.f.ppf(0.5 - level / 2, n1, n2)]
-            res["precision_per_s_ratio"] = (res["together"]["precision_per_s"]
-                                            / res["duet"]["precision_per_s"])
-            shift = welch([r["log_ratio"] for r in mine if r["arm"] == "together"],
-                          [r["log_ratio"] for r in mine if r["arm"] == "duet"], level)
-            res["shift_together_minus_duet"] = list(shift)
-            tog = [r for r in mine if r["arm"] == "together"]
-            fa = [r["log_ratio"] for r in tog if r["built_first"] == "a"]
-            fb = [r["log_ratio"] for r in tog if r["built_first"] == "b"]
+        for arm in ARMS[:-1]:  # each way of pairing in one process against the duets
+            if arm not in res or "duet" not in res:
+                continue
+            n1, n2 = res["n"]["duet"] - 1, res["n"][arm] - 1
+            ratio = (res["duet"]["sd"] / res[arm]["sd"]) ** 2
+            vs = {"var_ratio_duet_over_arm": ratio,
+                  "var_ratio_ci": [ratio / stats.f.ppf(0.5 + level / 2, n1, n2),
+                                   ratio / stats.f.ppf(0.5 - level / 2, n1, n2)],
+                  "precision_per_s_ratio": (res[arm]["precision_per_s"]
+                                            / res["duet"]["precision_per_s"]),
+                  "shift_arm_minus_duet": list(welch(
+                      [r["log_ratio"] for r in mine if r["arm"] == arm],
+                      [r["log_ratio"] for r in mine if r["arm"] == "duet"], level))}
+            own = [r for r in mine if r["arm"] == arm]
+            fa = [r["log_ratio"] for r in own if r["built_first"] == "a"]
+            fb = [r["log_ratio"] for r in own if r["built_first"] == "b"]
             if len(fa) >= 2 and len(fb) >= 2:
-                res["build_order_a_first_minus_b_first"] = list(welch(fa, fb, level))
+                vs["build_order_a_first_minus_b_first"] = list(welch(fa, fb, level))
+            res[arm]["against_duet"] = vs
         out["comparisons"][name] = res
     return out
 
@@ -186,25 +206,30 @@ def analyse(path, level=0.95):
 def show(result):
     print("pairs in one process against duets on %s" % result["machine"])
     for name, res in result["comparisons"].items():
-        print("%s (replicates: together %d, duet %d)" % (name, res["n"].get("together", 0),
-                                                         res["n"].get("duet", 0)))
+        print("%s (replicates: %s)" % (name, ", ".join(
+            "%s %d" % (arm, res["n"].get(arm, 0)) for arm in ARMS)))
         for arm in ARMS:
-            if arm in res:
-                r = res[arm]
-                print("  %-8s sd of the log ratio %.4f (95 %% CI %.4f-%.4f), mean %+.4f, %.1f s "
-                      "a replicate; a side's own sd %.3f, sides' correlation %+.2f"
-                      % (arm, r["sd"], r["sd_ci"][0], r["sd_ci"][1], r["mean_log_ratio"],
-                         r["median_wall_s"], r["sd_side_a"], r["corr_sides"]))
-        if "var_ratio_duet_over_together" in res:
-            print("  variance duet / together %.2f (95 %% CI %.2f-%.2f); precision per second "
-                  "together / duet %.2f" % (res["var_ratio_duet_over_together"],
-                                            res["var_ratio_ci"][0], res["var_ratio_ci"][1],
-                                            res["precision_per_s_ratio"]))
-            print("  in one process minus in two: %+.4f (95 %% CI %+.4f to %+.4f)"
-                  % tuple(res["shift_together_minus_duet"]))
-        if "build_order_a_first_minus_b_first" in res:
-            print("  built first a minus b: %+.4f (95 %% CI %+.4f to %+.4f)"
-                  % tuple(res["build_order_a_first_minus_b_first"]))
+            if arm not in res:
+                continue
+            r = res[arm]
+            print("  %-8s sd of the log ratio %.4f (95 %% CI %.4f-%.4f), mean %+.4f, %.1f s "
+                  "a replicate; a side's own sd %.3f, sides' correlation %+.2f"
+                  % (arm, r["sd"], r["sd_ci"][0], r["sd_ci"][1], r["mean_log_ratio"],
+                     r["median_wall_s"], r["sd_side_a"], r["corr_sides"]))
+            if r["window_se"] is not None:
+                print("           its windows' own se %.4f; beyond the windows %.4f"
+                      % (r["window_se"], r["beyond_windows_sd"]))
+            vs = r.get("against_duet")
+            if vs:
+                print("           variance duet / %s %.2f (95 %% CI %.2f-%.2f); precision per "
+                      "second %s / duet %.2f" % (arm, vs["var_ratio_duet_over_arm"],
+                                                 vs["var_ratio_ci"][0], vs["var_ratio_ci"][1],
+                                                 arm, vs["precision_per_s_ratio"]))
+                print("           %s minus duet: %+.4f (95 %% CI %+.4f to %+.4f)"
+                      % ((arm,) + tuple(vs["shift_arm_minus_duet"])))
+                if "build_order_a_first_minus_b_first" in vs:
+                    print("           built first a minus b: %+.4f (95 %% CI %+.4f to %+.4f)"
+                          % tuple(vs["build_order_a_first_minus_b_first"]))
     print(json.dumps(result, sort_keys=True))
 
 
@@ -213,6 +238,9 @@ def main(argv=None):
     parser.add_argument("--comparisons", nargs="+", default=list(DEFAULT_COMPARISONS),
                         help="NAME=ENV:MODE:KERAS:API:INPUT/KEY=VALUE,... (side b is side a "
                         "with the KEY=VALUE changes; none: the cell against itself)")
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--mix-block", type=int, default=4,
+                        help="the mix arm's timed calls per block and side")
     run_or_analyse(parser, argv, run, analyse, show)
 
 

@@ -137,6 +137,31 @@ def _window(step, seconds, min_calls, per, settle=3):
             return samples
 
 
+def _mix(steps, seconds, block, per, settle=1):
+    """Both cells of a pair in one process, interleaved call by call: blocks of `block` timed
+    calls of each cell in ABBA turns (after `settle` untimed calls of the block's cell), for
+    about `seconds` in all: the samples per cell, per step. The two sides then see the machine's
+    state within tens of milliseconds of each other, not within a window's quarter second."""
+    from tfspeed import timing
+
+    clock = timing.clock
+    samples = [[], []]
+    end = clock() + seconds
+    k = 0
+    while True:
+        for which in ((0, 1) if k % 4 in (0, 3) else (1, 0)):
+            step = steps[which]
+            for _ in range(settle):
+                step()
+            for _ in range(block):
+                t = clock()
+                step()
+                samples[which].append((clock() - t) / per)
+        k += 1
+        if clock() >= end and k >= 2:
+            return samples
+
+
 def _kernel(seconds, size=128):
     """A fixed NumPy kernel (a size x size float32 matrix product), timed call by call for about
     `seconds` (at least 5 calls): the same work in every process and env."""
@@ -183,6 +208,8 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     most of a worker's start and times nothing) and builds and warms them up one after the
     other. Then:
       window S     time calls for about S seconds; reply `window` with the samples
+      mix S K      (a pair in one process) both cells interleaved in blocks of K calls for
+                   about S seconds; reply `mix` with both cells' samples
       kernel S     time a fixed NumPy kernel for about S seconds (a covariate of the state of
                    the machine and of this process); reply `kernel` with the samples
       rebuild      a new model in this process (Keras' session cleared first): `ready` again
@@ -232,6 +259,11 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             meter.start()
             samples = _window(prepared[which].step, float(words[1]), 5, per)
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
+        elif words[0] == "mix" and len(prepared) == 2:
+            meter = machine.CpuWindow()
+            meter.start()
+            both = _mix([p.step for p in prepared], float(words[1]), int(words[2]), per)
+            _reply("mix", {"samples_s": both, "cpu": meter.stop()})
         elif words[0] == "kernel":
             _reply("kernel", {"samples_s": _kernel(float(words[1]))})
         elif words[0] == "rebuild":

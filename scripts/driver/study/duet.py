@@ -126,6 +126,15 @@ class Worker(object):
         self.police_memory()
         return reply["samples_s"]
 
+    def mix(self, seconds, block):
+        """A pair in one process: both cells interleaved in blocks of `block` calls for about
+        `seconds`; returns (samples of cell 0, samples of cell 1)."""
+        self.send("mix %g %d" % (seconds, block))
+        reply = self.expect("mix")
+        self.cpu_of[0].append(reply.get("cpu"))
+        self.police_memory()
+        return reply["samples_s"][0], reply["samples_s"][1]
+
     def build(self):
         """After `loaded` (wait_build): build and warm up now; the `ready` payload."""
         self.send("build")
@@ -220,12 +229,15 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
         raise
 
 
-def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None, memory_mb=0):
+def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None, memory_mb=0,
+                   mix_block=0):
     """Both sides in ONE fresh process (docs/design.md, "Pairs in one process"): the worker
     builds and warms up side `first`, then the other, and the two take turns window by window as
     a duet's sides do; the process's own state is then the same for both. The sides must share
-    their env's Python, framework, environment and stopping rule. Returns what start_pair
-    returns; the record says `together` and which side was built first."""
+    their env's Python, framework, environment and stopping rule. With `mix_block` the two are
+    interleaved call by call instead (blocks of that many calls, run_cell.py's `mix`), for the
+    windows' timed seconds in all. Returns what start_pair returns; the record says `together`
+    and which side was built first."""
     if first not in ("a", "b"):
         raise ValueError("first must be 'a' or 'b', not %r" % (first,))
     other = "b" if first == "a" else "a"
@@ -243,7 +255,13 @@ def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None,
         if partner_facts is None:
             raise WorkerError("the worker did not build the partner cell")
         ready = {first: facts, other: partner_facts}
-        windows_out, wall = alternate(workers, windows, window_s)
+        if mix_block:  # interleaved call by call: the same timed seconds, one "window" a side
+            t0 = time.monotonic()
+            own, partner = worker.mix(2 * windows * window_s, mix_block)
+            windows_out = {first: [own], other: [partner]}
+            wall = time.monotonic() - t0
+        else:
+            windows_out, wall = alternate(workers, windows, window_s)
         return ({"ready": ready, "windows": windows_out, "alternation_s": wall,
                  "together": True, "built_first": first}, workers)
     except Exception:
