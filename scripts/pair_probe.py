@@ -10,8 +10,12 @@ trials in randomized order, each trial one replicate of each arm in random order
   mix        the same one process, its two cells interleaved call by call (blocks of
              `--mix-block` timed calls, ABBA) for the same timed seconds (duet.start_together
              with mix_block)
+  fine       a duet whose windows are `--fine-factor` times as many and as short (the same timed
+             seconds): finer turns between the two processes
   duet       two fresh processes, one per side, alternating the same way (duet.start_pair: what
              the headline's duets do)
+
+A comparison across envs (side b's overrides name `env=`) runs the two-process arms only.
 
 Both arms take the same windows (`--windows` per side of `--window-s`). It writes every replicate
 to a JSON-lines file and prints, per comparison and arm, the sd of the log ratio between
@@ -23,6 +27,7 @@ envs built (results/envs/<machine>/<env>.json). Usage:
 
     python scripts/pair_probe.py --trials 10 --out build/pair_probe/pair_probe.jsonl
     python scripts/pair_probe.py --analyse build/pair_probe/pair_probe.jsonl
+    python scripts/pair_probe.py --duets results/duets/<machine>   # a study's recorded duets
 """
 import json
 import math
@@ -30,6 +35,7 @@ import os
 import random
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -42,8 +48,10 @@ from components import side as env_side  # noqa: E402
 from driver.study import duet  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "mix", "duet")
+ARMS = ("together", "mix", "fine", "duet")
+IN_PROCESS = ("together", "mix")
 AXES = ("mode", "keras", "api", "input")
+OVERRIDES = AXES + ("env",)
 
 # NAME=ENV:MODE:KERAS:API:INPUT/OVERRIDES: side b is side a with the overrides (none: A/A)
 DEFAULT_COMPARISONS = (
@@ -66,36 +74,40 @@ def parse_comparison(text):
         b = dict(a)
         for item in filter(None, right.split(",")):
             key, value = item.split("=", 1)
-            if key not in AXES:
+            if key not in OVERRIDES:
                 raise ValueError
             b[key] = value
     except ValueError:
         raise SystemExit("comparison %r: expected NAME=ENV:%s/KEY=VALUE,... with KEY one of %s"
-                         % (text, ":".join(a.upper() for a in AXES), ", ".join(AXES))) from None
+                         % (text, ":".join(a.upper() for a in AXES), ", ".join(OVERRIDES))
+                         ) from None
     return name, env, a, b
 
 
 def sides_of(machine, env, a, b, threads):
     out = {}
     for label, axes in (("a", a), ("b", b)):
-        s = env_side(machine, env, axes["keras"], axes["mode"], threads)
+        axes = dict(axes)
+        s = env_side(machine, axes.pop("env", env), axes["keras"], axes["mode"], threads)
         s["cell"] = dict(s["cell"], **axes)
         out[label] = s
     return out
 
 
-def one_replicate(sides, windows, window_s, arm, first, mix_block=4):
+def one_replicate(sides, windows, window_s, arm, first, mix_block=4, fine=4):
     t0 = time.monotonic()
-    if arm in ("together", "mix"):
+    if arm in IN_PROCESS:
         rec, workers = duet.start_together(sides, window_s, windows, first=first,
                                            mix_block=mix_block if arm == "mix" else 0)
+    elif arm == "fine":
+        rec, workers = duet.start_pair(sides, window_s / fine, windows * fine)
     else:
         rec, workers = duet.start_pair(sides, window_s, windows)
     for w in workers.values():
         w.close()
     med = {s: log_median(sum(rec["windows"][s], [])) for s in "ab"}
     return {"wall_s": time.monotonic() - t0, "alternation_s": rec["alternation_s"],
-            "built_first": first if arm != "duet" else None,
+            "built_first": first if arm in IN_PROCESS else None,
             "log_median": med, "log_ratio": med["b"] - med["a"],
             "window_log_ratios": [log_median(wb) - log_median(wa) for wa, wb
                                   in zip(rec["windows"]["a"], rec["windows"]["b"])],
@@ -113,9 +125,11 @@ def run(args):
     with open(args.out, "a") as out:
         for trial in range(args.trials):
             for name, env, a, b in rng.sample(comparisons, len(comparisons)):
-                for arm in rng.sample(args.arms, len(args.arms)):
+                arms = [arm for arm in args.arms if arm not in IN_PROCESS or "env" not in b]
+                for arm in rng.sample(arms, len(arms)):
                     rec = one_replicate(built[name], args.windows, args.window_s, arm,
-                                        "a" if trial % 2 == 0 else "b", args.mix_block)
+                                        "a" if trial % 2 == 0 else "b", args.mix_block,
+                                        args.fine_factor)
                     rec.update(arm=arm, trial=trial, comparison=name, env=env, a=a, b=b,
                                machine=machine)
                     out.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -180,7 +194,7 @@ def analyse(path, level=0.95):
                         "corr_sides": float(stats.pearsonr(
                             [r["log_median"]["a"] for r in arm_rows],
                             [r["log_median"]["b"] for r in arm_rows])[0])}
-        for arm in ARMS[:-1]:  # each way of pairing in one process against the duets
+        for arm in ARMS[:-1]:  # each other way of pairing against the duets
             if arm not in res or "duet" not in res:
                 continue
             n1, n2 = res["n"]["duet"] - 1, res["n"][arm] - 1
@@ -201,6 +215,50 @@ def analyse(path, level=0.95):
             res[arm]["against_duet"] = vs
         out["comparisons"][name] = res
     return out
+
+
+def recorded_duets(folder):
+    """The same split for a study's recorded duets (results/duets/<machine>/...): per mode, over
+    the rows with at least 3 ok duets, the median and the mean-square of the between-duet sd and
+    of the windows' own se. Where the between-duet variance is far above the windows', something
+    beyond the windows (a process's or a build's state) moves the duets."""
+    from driver.tables import duets as duets_table
+
+    paths = sorted(Path(folder).rglob("*.json"))
+    recs = [r for r in duets_table.load(paths) if r["status"] == "ok"]
+    rows = {}
+    for r in recs:
+        key = (r["machine"], r["env"], json.dumps(r["cell"], sort_keys=True))
+        rows.setdefault(key, []).append(r)
+    out = {}
+    for (machine, _, cell), group in rows.items():
+        if len(group) < 3:
+            continue
+        sd = float(np.std([g["log_ratio"] for g in group], ddof=1))
+        part = windows_part(group, sd)
+        if part["window_se"] is None:
+            continue
+        mode = "%s %s" % (machine, json.loads(cell)["mode"])
+        out.setdefault(mode, []).append((sd, part["window_se"]))
+    summary = {}
+    for mode, pairs in sorted(out.items()):
+        a = np.array(pairs)
+        summary[mode] = {"rows": len(a), "median_sd": float(np.median(a[:, 0])),
+                         "median_window_se": float(np.median(a[:, 1])),
+                         "rms_sd": float(np.sqrt(np.mean(a[:, 0] ** 2))),
+                         "rms_window_se": float(np.sqrt(np.mean(a[:, 1] ** 2))),
+                         "rms_beyond_windows": float(np.sqrt(max(
+                             np.mean(a[:, 0] ** 2) - np.mean(a[:, 1] ** 2), 0.0)))}
+    return summary
+
+
+def show_recorded(summary):
+    for mode, r in summary.items():
+        print("%s: %d rows; between-duet sd median %.4f (root mean square %.4f); the windows' "
+              "own se median %.4f (rms %.4f); beyond the windows (rms) %.4f"
+              % (mode, r["rows"], r["median_sd"], r["rms_sd"], r["median_window_se"],
+                 r["rms_window_se"], r["rms_beyond_windows"]))
+    print(json.dumps(summary, sort_keys=True))
 
 
 def show(result):
@@ -239,8 +297,16 @@ def main(argv=None):
                         help="NAME=ENV:MODE:KERAS:API:INPUT/KEY=VALUE,... (side b is side a "
                         "with the KEY=VALUE changes; none: the cell against itself)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--duets", metavar="FOLDER",
+                        help="only split a study's recorded duets (results/duets/<machine>) "
+                        "into their windows' own se and what lies beyond it")
     parser.add_argument("--mix-block", type=int, default=4,
                         help="the mix arm's timed calls per block and side")
+    parser.add_argument("--fine-factor", type=int, default=4,
+                        help="the fine arm's windows: this many times as many, as short")
+    args, _ = parser.parse_known_args(argv)
+    if args.duets:
+        return show_recorded(recorded_duets(args.duets))
     run_or_analyse(parser, argv, run, analyse, show)
 
 
