@@ -10,6 +10,9 @@ trials in randomized order, each trial one replicate of each arm in random order
   mix        the same one process, its two cells interleaved call by call (blocks of
              `--mix-block` timed calls, ABBA) for the same timed seconds (duet.start_together
              with mix_block)
+  group      the mix arm with more cells of the same env built in the process and interleaved
+             with the pair (`--group-extra`): what a configuration's whole group in one process
+             does to the pair
   fine       a duet whose windows are `--fine-factor` times as many and as short (the same timed
              seconds): finer turns between the two processes
   duet       two fresh processes, one per side, alternating the same way (duet.start_pair: what
@@ -48,8 +51,8 @@ from components import side as env_side  # noqa: E402
 from driver.study import duet  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "mix", "fine", "duet")
-IN_PROCESS = ("together", "mix")
+ARMS = ("together", "mix", "group", "fine", "duet")
+IN_PROCESS = ("together", "mix", "group")
 AXES = ("mode", "keras", "api", "input")
 OVERRIDES = AXES + ("env",)
 
@@ -94,11 +97,12 @@ def sides_of(machine, env, a, b, threads):
     return out
 
 
-def one_replicate(sides, windows, window_s, arm, first, mix_block=4, fine=4):
+def one_replicate(sides, windows, window_s, arm, first, mix_block=4, fine=4, extra=()):
     t0 = time.monotonic()
     if arm in IN_PROCESS:
         rec, workers = duet.start_together(sides, window_s, windows, first=first,
-                                           mix_block=mix_block if arm == "mix" else 0)
+                                           mix_block=mix_block if arm != "together" else 0,
+                                           extra=extra if arm == "group" else ())
     elif arm == "fine":
         rec, workers = duet.start_pair(sides, window_s / fine, windows * fine)
     else:
@@ -115,9 +119,26 @@ def one_replicate(sides, windows, window_s, arm, first, mix_block=4, fine=4):
                                   for s in "ab" for c in workers[s].cpu]}
 
 
+def group_extras(texts, comparisons):
+    """--group-extra NAME|KEY=VALUE,...: an extra cell for comparison NAME's group arm, its
+    side a with those changes. {name: [cell, ...]}."""
+    by_name = {name: a for name, _, a, _ in comparisons}
+    out = {name: [] for name in by_name}
+    for text in texts:
+        name, _, changes = text.partition("|")
+        if name not in by_name or not changes:
+            raise SystemExit("--group-extra %r: expected NAME|KEY=VALUE,... with NAME one of %s"
+                             % (text, ", ".join(sorted(by_name))))
+        _, _, _, cell = parse_comparison("%s=x:%s/%s" % (
+            name, ":".join(by_name[name][k] for k in AXES), changes))
+        out[name].append(cell)
+    return out
+
+
 def run(args):
     machine = args.machine or machine_key()
     comparisons = [parse_comparison(text) for text in args.comparisons]
+    extras = group_extras(args.group_extra, comparisons)
     built = {name: sides_of(machine, env, a, b, args.threads)
              for name, env, a, b in comparisons}
     rng = random.Random(args.seed)
@@ -125,11 +146,13 @@ def run(args):
     with open(args.out, "a") as out:
         for trial in range(args.trials):
             for name, env, a, b in rng.sample(comparisons, len(comparisons)):
-                arms = [arm for arm in args.arms if arm not in IN_PROCESS or "env" not in b]
+                arms = [arm for arm in args.arms if (arm not in IN_PROCESS or "env" not in b)
+                        and (arm != "group" or extras[name])]
                 for arm in rng.sample(arms, len(arms)):
+                    extra = [dict(built[name]["a"]["cell"], **c) for c in extras[name]]
                     rec = one_replicate(built[name], args.windows, args.window_s, arm,
                                         "a" if trial % 2 == 0 else "b", args.mix_block,
-                                        args.fine_factor)
+                                        args.fine_factor, extra)
                     rec.update(arm=arm, trial=trial, comparison=name, env=env, a=a, b=b,
                                machine=machine)
                     out.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -302,6 +325,9 @@ def main(argv=None):
                         "into their windows' own se and what lies beyond it")
     parser.add_argument("--mix-block", type=int, default=4,
                         help="the mix arm's timed calls per block and side")
+    parser.add_argument("--group-extra", nargs="*", default=[], metavar="NAME|KEY=VALUE,...",
+                        help="an extra cell for comparison NAME's group arm: its side a with "
+                        "these changes (repeat for more)")
     parser.add_argument("--fine-factor", type=int, default=4,
                         help="the fine arm's windows: this many times as many, as short")
     args, _ = parser.parse_known_args(argv)

@@ -138,18 +138,20 @@ def _window(step, seconds, min_calls, per, settle=3):
 
 
 def _mix(steps, seconds, block, per, settle=1):
-    """Both cells of a pair in one process, interleaved call by call: blocks of `block` timed
-    calls of each cell in ABBA turns (after `settle` untimed calls of the block's cell), for
-    about `seconds` in all: the samples per cell, per step. The two sides then see the machine's
-    state within tens of milliseconds of each other, not within a window's quarter second."""
+    """The cells of one process interleaved call by call: blocks of `block` timed calls of each
+    cell (after `settle` untimed calls of the block's cell), the cells in order and then in
+    reverse order (ABBA for two: a linear drift falls on all alike), for about `seconds` in all:
+    the samples per cell, per step. The cells then see the machine's state within tens of
+    milliseconds of each other, not within a window's quarter second."""
     from tfspeed import timing
 
     clock = timing.clock
-    samples = [[], []]
+    samples = [[] for _ in steps]
+    forward = list(range(len(steps)))
     end = clock() + seconds
     k = 0
     while True:
-        for which in ((0, 1) if k % 4 in (0, 3) else (1, 0)):
+        for which in (forward if k % 4 in (0, 3) else forward[::-1]):
             step = steps[which]
             for _ in range(settle):
                 step()
@@ -208,8 +210,8 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     most of a worker's start and times nothing) and builds and warms them up one after the
     other. Then:
       window S     time calls for about S seconds; reply `window` with the samples
-      mix S K      (a pair in one process) both cells interleaved in blocks of K calls for
-                   about S seconds; reply `mix` with both cells' samples
+      mix S K      (cells in one process) all cells interleaved in blocks of K calls for
+                   about S seconds; reply `mix` with every cell's samples, in order
       kernel S     time a fixed NumPy kernel for about S seconds (a covariate of the state of
                    the machine and of this process); reply `kernel` with the samples
       rebuild      a new model in this process (Keras' session cleared first): `ready` again
@@ -236,13 +238,15 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
                 os._exit(0)
         else:  # the coordinator went away
             os._exit(0)
-    cells = [cell] + ([partner] if partner else [])
+    partners = ([partner] if isinstance(partner, dict) else list(partner or []))
+    cells = [cell] + partners
 
     def build_all():
         built = [_build(c, rule, framework) for c in cells]
         facts = dict(built[0][1])
-        if partner:
+        if partners:
             facts["partner"] = built[1][1]
+            facts["partners"] = [b[1] for b in built[1:]]
         return [b[0] for b in built], facts
 
     prepared, facts = build_all()
@@ -259,7 +263,7 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             meter.start()
             samples = _window(prepared[which].step, float(words[1]), 5, per)
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
-        elif words[0] == "mix" and len(prepared) == 2:
+        elif words[0] == "mix" and len(prepared) >= 2:
             meter = machine.CpuWindow()
             meter.start()
             both = _mix([p.step for p in prepared], float(words[1]), int(words[2]), per)
@@ -295,15 +299,16 @@ def main(argv=None):
                         help="a long-lived worker answering commands on stdin (see serve())")
     parser.add_argument("--wait-build", action="store_true",
                         help="with --serve: import the framework, say `loaded`, build on `build`")
-    parser.add_argument("--partner",
-                        help="with --serve: a second cell (JSON) built in this same process")
+    parser.add_argument("--partner", action="append",
+                        help="with --serve: another cell (JSON) built in this same process "
+                        "(repeat for more: cells 1, 2, ...)")
     args = parser.parse_args(argv)
     cell, rule = json.loads(args.cell), json.loads(args.rule)
     if args.partner and not args.serve:
         parser.error("--partner needs --serve")
     if args.serve:
         return serve(cell, rule, args.framework, wait_build=args.wait_build,
-                     partner=json.loads(args.partner) if args.partner else None)
+                     partner=[json.loads(p) for p in args.partner or []])
     if not args.out:
         parser.error("--out is required without --serve")
     base = {"python": platform.python_version(), "python_executable": sys.executable}

@@ -47,14 +47,15 @@ class Worker(object):
     """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
 
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
-                 memory_mb=0, prefix=(), wait_build=False, partner=None):
+                 memory_mb=0, prefix=(), wait_build=False, partner=None, extra=()):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
         self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
         cmd = list(prefix) + [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
                "--foreign-cpu-max-share", "1"] + (["--wait-build"] if wait_build else [])
-        if partner is not None:  # a second cell in this same process (run_cell.py serve)
-            cmd += ["--partner", json.dumps(partner, sort_keys=True)]
+        # more cells in this same process (run_cell.py serve): the partner, then `extra`
+        for other in ([partner] if partner is not None else []) + list(extra):
+            cmd += ["--partner", json.dumps(other, sort_keys=True)]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -127,13 +128,13 @@ class Worker(object):
         return reply["samples_s"]
 
     def mix(self, seconds, block):
-        """A pair in one process: both cells interleaved in blocks of `block` calls for about
-        `seconds`; returns (samples of cell 0, samples of cell 1)."""
+        """Cells in one process: all interleaved in blocks of `block` calls for about
+        `seconds`; returns each cell's samples, cell 0 (its own) first."""
         self.send("mix %g %d" % (seconds, block))
         reply = self.expect("mix")
         self.cpu_of[0].append(reply.get("cpu"))
         self.police_memory()
-        return reply["samples_s"][0], reply["samples_s"][1]
+        return tuple(reply["samples_s"])
 
     def build(self):
         """After `loaded` (wait_build): build and warm up now; the `ready` payload."""
@@ -230,14 +231,17 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
 
 
 def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None, memory_mb=0,
-                   mix_block=0):
+                   mix_block=0, extra=()):
     """Both sides in ONE fresh process (docs/design.md, "Pairs in one process"): the worker
     builds and warms up side `first`, then the other, and the two take turns window by window as
     a duet's sides do; the process's own state is then the same for both. The sides must share
     their env's Python, framework, environment and stopping rule. With `mix_block` the two are
     interleaved call by call instead (blocks of that many calls, run_cell.py's `mix`), for the
-    windows' timed seconds in all. Returns what start_pair returns; the record says `together`
-    and which side was built first."""
+    windows' timed seconds in all. `extra` cells (of the same env) are built after both and
+    share the process (and, with mix_block, the interleaving: each cell gets the pair's timed
+    seconds per side): what a group of a configuration's cells in one process does to the pair.
+    Returns what start_pair returns; the record says `together` and which side was built
+    first."""
     if first not in ("a", "b"):
         raise ValueError("first must be 'a' or 'b', not %r" % (first,))
     other = "b" if first == "a" else "a"
@@ -247,7 +251,8 @@ def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None,
             raise ValueError("a pair in one process needs both sides' %r to be the same "
                              "(side a: %r, side b: %r)" % (key, sides["a"][key], sides["b"][key]))
     worker = Worker(s["python"], s["run_cell"], s["cell"], s["rule"], s["framework"], s["env"],
-                    timeout_s=timeout_s, log=log, memory_mb=memory_mb, partner=p["cell"])
+                    timeout_s=timeout_s, log=log, memory_mb=memory_mb, partner=p["cell"],
+                    extra=extra)
     workers = {first: worker, other: Partner(worker)}
     try:
         facts = worker.expect("ready")
@@ -257,7 +262,8 @@ def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None,
         ready = {first: facts, other: partner_facts}
         if mix_block:  # interleaved call by call: the same timed seconds, one "window" a side
             t0 = time.monotonic()
-            own, partner = worker.mix(2 * windows * window_s, mix_block)
+            both = worker.mix((2 + len(extra)) * windows * window_s, mix_block)
+            own, partner = both[0], both[1]
             windows_out = {first: [own], other: [partner]}
             wall = time.monotonic() - t0
         else:

@@ -140,6 +140,26 @@ def test_a_pair_in_one_process_times_each_side_in_the_same_worker():
         w.close()
 
 
+def test_cells_in_one_process_interleave_call_by_call():
+    """mix_block: the pair's cells interleaved in blocks of calls (one 'window' a side); extra
+    cells share the process and the interleaving, and the pair's samples stay its own (the big
+    product on side b, the small one on side a, whatever the extras)."""
+    big = dict(side(), cell=dict(MATMUL, data="matmul"))
+    rec, workers = duet.start_together({"a": side(), "b": big}, 0.01, 2, mix_block=2,
+                                       extra=[MATMUL, dict(MATMUL, data="matmul")])
+    try:
+        assert [len(rec["windows"][s]) for s in "ab"] == [1, 1]
+        a, b = (sorted(rec["windows"][s][0]) for s in "ab")
+        assert len(a) >= 4 and len(b) >= 4 and len(a) % 2 == 0  # whole blocks of 2
+        assert b[len(b) // 2] > 5 * a[len(a) // 2]
+        assert len(workers["a"].worker.cpu_of[0]) == 1 if isinstance(workers["a"], duet.Partner) \
+            else len(workers["a"].cpu_of[0]) == 1
+        assert len(rec["ready"]["a"]["partners"]) == 3
+    finally:
+        for w in workers.values():
+            w.close()
+
+
 def test_a_pair_in_one_process_needs_one_env_and_one_rule():
     other_rule = dict(side(), rule=dict(RULE, budget_s=0.1))
     with pytest.raises(ValueError, match="'rule'"):
