@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components duet-cost measure-fork slow-state decisions architecture doctor
+.PHONY: help venv study quick test test-fast lint format selfbench publish republish readme-answer retabulate report lock retry-failed unlock compare-runs reference own dimension components duet-cost pair-probe measure-fork slow-state decisions architecture doctor
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -66,6 +66,9 @@ components: venv  ## where the spread comes from and what each replicate costs (
 
 duet-cost: venv  ## what a duet costs with its workers importing side by side vs one after the other; quiet machine only: make duet-cost ARGS="--trials 12"
 	$(BIN)/python scripts/duet_cost.py $(ARGS)
+
+pair-probe: venv  ## both cells of a comparison in one process (window turns, call by call, with the group) vs duets: spread, cost, shift; quiet machine only: make pair-probe ARGS="--trials 12"
+	$(BIN)/python scripts/pair_probe.py $(ARGS)
 
 decisions: venv  ## what one run decided, per machine, as the goals count it: make decisions R=<results dir>
 	@test -n "$(R)" || { echo "usage: make decisions R=<results dir>" >&2; exit 2; }

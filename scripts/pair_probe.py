@@ -31,6 +31,7 @@ envs built (results/envs/<machine>/<env>.json). Usage:
     python scripts/pair_probe.py --trials 10 --out build/pair_probe/pair_probe.jsonl
     python scripts/pair_probe.py --analyse build/pair_probe/pair_probe.jsonl
     python scripts/pair_probe.py --duets results/duets/<machine>   # a study's recorded duets
+    python scripts/pair_probe.py --pool A.jsonl B.jsonl   # each arm against duets, pooled
 """
 import json
 import math
@@ -240,6 +241,40 @@ def analyse(path, level=0.95):
     return out
 
 
+def pooled(paths, level=0.95):
+    """Per arm, over every comparison of every file that has the arm and duets: the ratio of
+    the duets' pooled variance to the arm's (each comparison's variance around its own mean,
+    weighted by its degrees of freedom) with the F test's CI on the pooled degrees of freedom.
+    Assumes one common ratio across the comparisons."""
+    acc = {}
+    for path in paths:
+        for res in analyse(path, level)["comparisons"].values():
+            for arm in ARMS[:-1]:
+                if arm in res and "duet" in res:
+                    a = acc.setdefault(arm, [0.0, 0, 0.0, 0, 0])
+                    a[0] += (res["n"]["duet"] - 1) * res["duet"]["sd"] ** 2
+                    a[1] += res["n"]["duet"] - 1
+                    a[2] += (res["n"][arm] - 1) * res[arm]["sd"] ** 2
+                    a[3] += res["n"][arm] - 1
+                    a[4] += 1
+    out = {}
+    for arm, (sd_duet, df_duet, sd_arm, df_arm, k) in acc.items():
+        ratio = (sd_duet / df_duet) / (sd_arm / df_arm)
+        out[arm] = {"var_ratio_duet_over_arm": ratio, "comparisons": k,
+                    "df": [df_duet, df_arm],
+                    "ci": [ratio / stats.f.ppf(0.5 + level / 2, df_duet, df_arm),
+                           ratio / stats.f.ppf(0.5 - level / 2, df_duet, df_arm)]}
+    return out
+
+
+def show_pooled(result):
+    for arm, r in result.items():
+        print("%s: variance duet / %s %.2f (95 %% CI %.2f-%.2f), pooled over %d comparisons on "
+              "%d and %d df" % (arm, arm, r["var_ratio_duet_over_arm"], r["ci"][0], r["ci"][1],
+                                r["comparisons"], r["df"][0], r["df"][1]))
+    print(json.dumps(result, sort_keys=True))
+
+
 def recorded_duets(folder):
     """The same split for a study's recorded duets (results/duets/<machine>/...): per mode, over
     the rows with at least 3 ok duets, the median and the mean-square of the between-duet sd and
@@ -330,9 +365,14 @@ def main(argv=None):
                         "these changes (repeat for more)")
     parser.add_argument("--fine-factor", type=int, default=4,
                         help="the fine arm's windows: this many times as many, as short")
+    parser.add_argument("--pool", nargs="+", metavar="JSONL",
+                        help="only pool earlier runs' files: each arm's variance against the "
+                        "duets' over all their comparisons")
     args, _ = parser.parse_known_args(argv)
     if args.duets:
         return show_recorded(recorded_duets(args.duets))
+    if args.pool:
+        return show_pooled(pooled(args.pool))
     run_or_analyse(parser, argv, run, analyse, show)
 
 

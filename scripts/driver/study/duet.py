@@ -77,9 +77,10 @@ class Worker(object):
             raise WorkerError("worker exceeded the memory limit of %d MB (cell_memory_mb): RSS "
                               "%.0f MB" % (self.memory_mb, rss))
 
-    def expect(self, tag):
+    def expect(self, tag, also=()):
         """Read lines until the protocol line `tag`; return its payload. While it waits for
-        `ready` (a build), the worker's memory is checked every second."""
+        `ready` or `loaded` (a build, an import), the worker's memory is checked every second,
+        and so is that of the workers in `also` (the other side, importing meanwhile)."""
         deadline = time.monotonic() + self.timeout_s
         fd = self.proc.stdout.fileno()
         buf = b""
@@ -94,6 +95,8 @@ class Worker(object):
             if building and time.monotonic() - self._scanned >= 1.0:  # a /proc scan a second
                 self._scanned = time.monotonic()
                 self.police_memory()
+                for other in also:
+                    other.police_memory()
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -219,7 +222,9 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
             if not concurrent_import:
                 ready[side] = workers[side].expect("ready")
         if concurrent_import:
-            loaded = {side: workers[side].expect("loaded") for side in ("a", "b")}
+            loaded = {side: workers[side].expect("loaded", also=[workers[o] for o in "ab"
+                                                                 if o != side])
+                      for side in ("a", "b")}
             for side in ("a", "b"):
                 ready[side] = dict(workers[side].build(), **loaded[side])
         windows_out, wall = alternate(workers, windows, window_s)

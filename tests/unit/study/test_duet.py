@@ -191,6 +191,24 @@ def test_a_worker_above_the_memory_limit_is_killed_naming_the_limit():
             w.close()
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc")
+def test_the_other_side_is_policed_while_this_one_imports():
+    """expect(..., also=): while one worker imports, the other's memory is checked too (before,
+    a side waiting for the other's `loaded` was not watched)."""
+    run_cell = os.path.join(SCRIPTS, "run_cell.py")
+    a = duet.Worker(sys.executable, run_cell, MATMUL, RULE, "tensorflow", side()["env"],
+                    timeout_s=60, wait_build=True)
+    b = duet.Worker(sys.executable, run_cell, MATMUL, RULE, "tensorflow", side()["env"],
+                    timeout_s=60, wait_build=True, memory_mb=1)
+    try:
+        with pytest.raises(duet.WorkerError, match="memory limit of 1 MB"):
+            a.expect("loaded", also=[b])
+        assert b.proc.poll() is not None  # killed
+    finally:
+        a.kill()
+        b.kill()
+
+
 def test_abba():
     assert [duet.abba(k) for k in range(4)] == [("a", "b"), ("b", "a"), ("b", "a"), ("a", "b")]
 

@@ -104,3 +104,19 @@ def test_a_comparison_is_parsed_or_named_in_the_error():
                 "no-equals-sign"):
         with pytest.raises(SystemExit, match="expected NAME=ENV"):
             pair_probe.parse_comparison(bad)
+
+
+def test_pooled_ratio_finds_a_planted_narrower_arm_over_files(tmp_path):
+    """Two files of 12 replicates each: the mix arm planted at a third of the duets' sd is found
+    narrower when pooled (its CI above 1), an arm of equal sd is not, and the pooled degrees of
+    freedom add up."""
+    paths = []
+    for seed in (1, 2):
+        path = tmp_path / ("p%d.jsonl" % seed)
+        write(path, n=12, window_sd=0.0, seed=seed,
+              sd={"together": 0.05, "mix": 0.05 / 3, "group": 0.05, "fine": 0.05, "duet": 0.05})
+        paths.append(path)
+    out = pair_probe.pooled(paths)
+    assert out["mix"]["ci"][0] > 1 and out["mix"]["df"] == [22, 22]
+    assert out["together"]["ci"][0] < 1 < out["together"]["ci"][1]
+    assert out["mix"]["comparisons"] == 2
