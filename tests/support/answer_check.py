@@ -21,6 +21,8 @@ QUESTION = {"Training, TF 1-style graph": "graph", "Training, eager, Keras 3": "
             "Training, eager, Keras 2": "keras2",
             "Inference, one small batch, predict() against model(x)": "inference"}
 ORDER = ("graph", "keras3", "keras2", "inference")
+# the inference parts' mode words, as TF users know the modes (page, RESULTS.md and README alike)
+MODE_OF_WORD = {"eager": "eager", "TF 1-style graph": "graph"}
 
 
 def markdown_entries(lines) -> list[dict]:
@@ -276,7 +278,7 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
                 continue
             for part in e["text"].split("; "):
                 mode_word, _, body = part.partition(": ")
-                mode = {"eager": "eager", "TF 1-style graph": "graph"}.get(mode_word)
+                mode = MODE_OF_WORD.get(mode_word)
                 if mode is None or cvp is None:
                     problems.append(f"{where}: cannot read {part!r}")
                     continue
@@ -297,16 +299,17 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
                     problems.append(f"{where}: says tf_keras from TF {first}; rows {sorted(tk)}")
             continue
         if e.get("compact"):
-            parts = re.split(r"(?:^|; )(eager|graph), ", e["text"])
+            parts = re.split(r"(?:^|; )(eager|TF 1-style graph), ", e["text"])
             if parts[0]:
                 problems.append(f"{where}: cannot read {parts[0]!r}")
-            for mode, body in zip(parts[1::2], parts[2::2]):
+            for word, body in zip(parts[1::2], parts[2::2]):
+                mode = MODE_OF_WORD[word]
                 problems += check_groups(body, inference_rows(cvp, mode, machine), margin,
                                          f"{where} {mode}", prefix="predict() ", compact=True)
             continue
         for part in e["text"].rstrip(".").split(". "):
             mode_word, _, body = part.partition(": ")
-            mode = {"eager": "eager", "TF 1-style graph": "graph"}.get(mode_word)
+            mode = MODE_OF_WORD.get(mode_word)
             if mode is None or cvp is None:
                 problems.append(f"{where}: cannot read {part!r}")
                 continue

@@ -37,7 +37,6 @@ def reference_of(tabs: dict, fallback: str = "TF 1") -> str:
 WORDS = {"faster": "faster", "slower": "slower", "undecided": "undecided", "as fast": "as fast",
          "within, slower": "slower by {pct} within ±{m} %",
          "within, faster": "faster by {pct} within ±{m} %"}
-INFERENCE_MODE = {"eager": "eager", "graph": "graph"}
 
 
 def group_compact(group, n: int, first: bool, margin: float, prefix: str = "") -> str:
@@ -52,16 +51,17 @@ def group_compact(group, n: int, first: bool, margin: float, prefix: str = "") -
 
 
 def claim_compact(claim, margin: float) -> str:
-    """A claim's groups in the compact form; inference per mode ('eager, ...; graph, ...')."""
+    """A claim's groups in the compact form; inference per mode ('eager, ...; TF 1-style
+    graph, ...'), each mode named as the claim's sentence names it (statements.mode_groups)."""
     if not claim.groups:
         return claim.text.rstrip(".")
     if claim.question != "inference":
         n = len(claim.rows)
         return "; ".join(group_compact(g, n, i == 0, margin) for i, g in enumerate(claim.groups))
     parts = []
-    for mode, _, groups in mode_groups(claim):
+    for _, name, groups in mode_groups(claim):
         n = sum(len(g.rows) for g in groups)
-        parts += [(f"{INFERENCE_MODE[mode]}, " if i == 0 else "")
+        parts += [(f"{name}, " if i == 0 else "")
                   + group_compact(g, n, i == 0, margin, prefix="predict() ")
                   for i, g in enumerate(groups)]
     return "; ".join(parts)
