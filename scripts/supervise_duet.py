@@ -91,6 +91,7 @@ def supervise(args):
     with machine_lock(args.lock):
         t0 = time.monotonic()
         rec["load_before"] = provenance.load_average()
+        procs_before = machine.process_cpu()
         workers = {}
         try:
             # side a = the reference (right), side b = the TF 2.x env (left); a starts first
@@ -108,6 +109,11 @@ def supervise(args):
             rec["foreign_cpu_max_share"] = args.foreign_cpu_max_share
             rec["foreign_cpu_flag"] = (machine.foreign_flag(cpu, args.foreign_cpu_max_share)
                                        if cpu else None)
+            # who else used the CPU over the whole duet (its start and builds included, the
+            # workers left out): names what the meter flags
+            rec["foreign_processes"] = machine.top_consumers(
+                procs_before, machine.process_cpu(),
+                exclude_groups={w.proc.pid for w in workers.values()})
         except Exception as exc:  # any failure is this duet's, written down, never the study's
             rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
                        log_tail="\n".join(tail))

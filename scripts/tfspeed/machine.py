@@ -121,6 +121,47 @@ def _group_cpu_s(pgid):
     return total / float(_HZ), len(group)
 
 
+def process_cpu():
+    """{pid: (process group, command, CPU seconds so far)} of every process, from
+    /proc/<pid>/stat; None where /proc cannot be listed."""
+    try:
+        pids = os.listdir("/proc")
+    except OSError:
+        return None
+    out = {}
+    for pid in pids:
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                text = handle.read()
+            command = text[text.index("(") + 1:text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            out[int(pid)] = (int(fields[2]), command,
+                             (int(fields[11]) + int(fields[12])) / float(_HZ))
+        except (IOError, OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def top_consumers(before, after, exclude_groups=(), n=3):
+    """The `n` processes that used the most CPU between two process_cpu() snapshots, outside
+    the process groups `exclude_groups` (a duet's workers): [{"pid", "command", "cpu_s"}], most
+    first, those that used none left out. A process that started and ended between the two
+    snapshots is not seen. None without /proc."""
+    if before is None or after is None:
+        return None
+    used = []
+    for pid, (group, command, cpu) in after.items():
+        if group in exclude_groups:
+            continue
+        start = before.get(pid)
+        spent = cpu - (start[2] if start and start[1] == command else 0.0)
+        if spent > 0:
+            used.append({"pid": pid, "command": command, "cpu_s": round(spent, 2)})
+    return sorted(used, key=lambda u: -u["cpu_s"])[:n]
+
+
 def group_rss_mb(pgid):
     """Resident memory of every process in process group `pgid` (a cell's or a duet worker's:
     each runs in its own session), in MB; 0 where /proc does not exist."""

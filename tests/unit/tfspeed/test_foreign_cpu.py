@@ -186,3 +186,27 @@ def test_a_duets_windows_combine_into_one_calibrated_flag():
              "foreign_cpu_share": 0.0, "foreign_cpu_resolution_share": 0.2}] * 16
     assert machine.combine_windows(same)["foreign_cpu_resolution_share"] == pytest.approx(0.05)
     assert machine.combine_windows([None, {"foreign_cpu_share": None}]) is None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc")
+def test_the_process_that_used_the_cpu_is_named_and_excluded_groups_are_not():
+    """top_consumers: a child spinning for half a second between two snapshots is named with its
+    CPU seconds; the same child in an excluded process group is not (a duet's workers)."""
+    spin = "import time\nend = time.time() + 0.5\nwhile time.time() < end: pass\n"
+    child = subprocess.Popen([sys.executable, "-c", "import sys\n" + spin
+                              + "sys.stdin.read()\n"], stdin=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        before = machine.process_cpu()
+        time.sleep(1.0)
+        after = machine.process_cpu()
+        top = machine.top_consumers(before, after)
+        mine = [t for t in top if t["pid"] == child.pid] if top else []
+        assert mine and mine[0]["cpu_s"] >= 0.2, top
+        assert mine[0]["command"].startswith("python")
+        assert child.pid not in [t["pid"] for t in
+                                 machine.top_consumers(before, after, {child.pid}, n=50)]
+    finally:
+        child.kill()
+        child.wait()
+    assert machine.top_consumers(None, after) is None
