@@ -91,9 +91,9 @@ def _proc_stat_cpu():
     return (user + nice + system + irq + softirq) / float(_HZ), steal / float(_HZ)
 
 
-def _group_stat_fields(pgid):
-    """The /proc/<pid>/stat fields (those after the command name) of every process in process
-    group `pgid`; None where /proc cannot be listed."""
+def _all_stats():
+    """[(pid, command, fields after the command name)] of every process from /proc/<pid>/stat;
+    None where /proc cannot be listed. Processes that end meanwhile are skipped."""
     try:
         pids = os.listdir("/proc")
     except OSError:
@@ -104,10 +104,26 @@ def _group_stat_fields(pgid):
             continue
         try:
             with open("/proc/%s/stat" % pid) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+                text = handle.read()
+            out.append((int(pid), text[text.index("(") + 1:text.rindex(")")],
+                        text.rsplit(")", 1)[1].split()))
+        except (IOError, OSError, ValueError):
+            continue
+    return out
+
+
+def _group_stat_fields(pgid):
+    """The /proc/<pid>/stat fields (those after the command name) of every process in process
+    group `pgid`; None where /proc cannot be listed."""
+    stats = _all_stats()
+    if stats is None:
+        return None
+    out = []
+    for _, _, fields in stats:
+        try:
             if int(fields[2]) == pgid:  # field 5: process group
                 out.append(fields)
-        except (IOError, OSError, IndexError, ValueError):
+        except (IndexError, ValueError):
             continue
     return out
 
@@ -124,22 +140,15 @@ def _group_cpu_s(pgid):
 def process_cpu():
     """{pid: (process group, command, CPU seconds so far)} of every process, from
     /proc/<pid>/stat; None where /proc cannot be listed."""
-    try:
-        pids = os.listdir("/proc")
-    except OSError:
+    stats = _all_stats()
+    if stats is None:
         return None
     out = {}
-    for pid in pids:
-        if not pid.isdigit():
-            continue
+    for pid, command, fields in stats:
         try:
-            with open("/proc/%s/stat" % pid) as handle:
-                text = handle.read()
-            command = text[text.index("(") + 1:text.rindex(")")]
-            fields = text.rsplit(")", 1)[1].split()
-            out[int(pid)] = (int(fields[2]), command,
-                             (int(fields[11]) + int(fields[12])) / float(_HZ))
-        except (IOError, OSError, IndexError, ValueError):
+            out[pid] = (int(fields[2]), command,
+                        (int(fields[11]) + int(fields[12])) / float(_HZ))  # utime, stime
+        except (IndexError, ValueError):
             continue
     return out
 
