@@ -263,7 +263,7 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             meter.start()
             samples = _window(prepared[which].step, float(words[1]), 5, per)
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
-        elif words[0] == "mix" and len(prepared) >= 2:
+        elif words[0] == "mix":  # one cell or more (one: plain blocks of calls)
             meter = machine.CpuWindow()
             meter.start()
             both = _mix([p.step for p in prepared], float(words[1]), int(words[2]), per)

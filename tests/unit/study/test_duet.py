@@ -160,6 +160,17 @@ def test_cells_in_one_process_interleave_call_by_call():
             w.close()
 
 
+def test_a_one_cell_worker_answers_mix_instead_of_leaving_the_coordinator_waiting():
+    w = duet.Worker(sys.executable, os.path.join(SCRIPTS, "run_cell.py"), MATMUL, RULE,
+                    "tensorflow", side()["env"], timeout_s=30)
+    try:
+        w.expect("ready")
+        (own,) = w.mix(0.01, 2)
+        assert len(own) >= 4
+    finally:
+        w.close()
+
+
 def test_a_pair_in_one_process_needs_one_env_and_one_rule():
     other_rule = dict(side(), rule=dict(RULE, budget_s=0.1))
     with pytest.raises(ValueError, match="'rule'"):
