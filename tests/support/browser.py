@@ -46,6 +46,9 @@ FLAGS = [
     "--mute-audio",
 ]
 
+# Refused before they leave the browser: still seen (Network.requestWillBeSent), never waited for.
+BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
+
 # Evaluated in the page once it has loaded: what the tests assert on.
 DOM_PROBE = """JSON.stringify({
   title: document.title,
@@ -190,6 +193,9 @@ def inspect(path, screenshot=None, screenshot_full=None, width=1280, height=1000
                             {"targetId": target["targetId"], "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             pipe.send(domain + ".enable", session=session)
+        # The page is a local file: a request that would leave the machine is a fault the tests
+        # catch (`requests`), and it must not stall the load on a closed network's DNS lookups.
+        pipe.send("Network.setBlockedURLs", {"urls": BLOCKED}, session=session)
         pipe.send("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
                   session=session)

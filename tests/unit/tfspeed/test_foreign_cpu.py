@@ -188,20 +188,29 @@ def test_a_duets_windows_combine_into_one_calibrated_flag():
     assert machine.combine_windows([None, {"foreign_cpu_share": None}]) is None
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc")
-def test_the_process_that_used_the_cpu_is_named_and_excluded_groups_are_not():
-    """top_consumers: a child spinning for half a second between two snapshots is named with its
-    CPU seconds; the same child in an excluded process group is not (a duet's workers)."""
-    spin = "import time\nend = time.time() + 0.5\nwhile time.time() < end: pass\n"
-    child = subprocess.Popen([sys.executable, "-c", "import sys\n" + spin
-                              + "sys.stdin.read()\n"], stdin=subprocess.PIPE,
-                             start_new_session=True)
+def _proc_is_ours():
+    """/proc shows this process under its own pid (not another pid namespace's /proc)."""
     try:
-        before = machine.process_cpu()
-        time.sleep(1.0)
+        return int(os.readlink("/proc/self")) == os.getpid()
+    except (OSError, ValueError):
+        return False
+
+
+@pytest.mark.skipif(not _proc_is_ours(), reason="no /proc of this pid namespace")
+def test_the_process_that_used_the_cpu_is_named_and_excluded_groups_are_not():
+    """top_consumers: a child that spins for half a second between two snapshots is named with
+    its CPU seconds; the same child in an excluded process group is not (a duet's workers). The
+    second snapshot waits for the child to say it has spun, however slowly it started."""
+    spin = ("import sys, time\nend = time.time() + 0.5\nwhile time.time() < end: pass\n"
+            "print('spun', flush=True)\nsys.stdin.read()\n")
+    before = machine.process_cpu()
+    child = subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert child.stdout.readline().strip() == b"spun"
         after = machine.process_cpu()
-        top = machine.top_consumers(before, after)
-        mine = [t for t in top if t["pid"] == child.pid] if top else []
+        top = machine.top_consumers(before, after, n=50)
+        mine = [t for t in top if t["pid"] == child.pid]
         assert mine and mine[0]["cpu_s"] >= 0.2, top
         assert mine[0]["command"].startswith("python")
         assert child.pid not in [t["pid"] for t in
