@@ -1,8 +1,11 @@
-"""Rule run_duet: one duet of the headline, and always a duet file behind.
+"""Rule run_duet: one duet of the headline (or one pair in one process), and always a file behind.
 
 Runs on the workflow's own Python. Under the machine's timing lock it starts a worker of each
 side (scripts/run_cell.py --serve in each env's Python: the reference env's cell, then the TF 2.x
-env's), and alternates their timed windows (driver/study/duet.py). A crash, a hang past
+env's), and alternates their timed windows (driver/study/duet.py). A pair in one process (the
+design says `together`; config `pairs`) starts one worker that builds both cells, the right side
+first in even replicates and the left side first in odd ones, and interleaves them call by call
+for the duet's timed seconds (duet.start_together with mix_block). A crash, a hang past
 `--timeout-s` or a protocol error becomes a `failed` duet file with the reason and the log tail,
 so a failing duet never stops the study; the file is written atomically.
 """
@@ -47,13 +50,29 @@ def summarize(windows):
             "left_samples": len(left), "right_samples": len(right)}
 
 
+def run_sides(left, right, args, design, log):
+    """(record, workers) of a duet, or of a pair in one process when the design says
+    `together` (side a = right, side b = left, as in a duet)."""
+    sides = {"a": right, "b": left}
+    if design.get("together"):
+        first = "a" if args.replicate % 2 == 0 else "b"  # the build order alternates
+        return duet.start_together(sides, args.window_s, args.windows, first=first,
+                                   timeout_s=args.timeout_s, log=log, memory_mb=args.memory_mb,
+                                   mix_block=int(design.get("mix_block", 4)))
+    return duet.start_pair(sides, args.window_s, args.windows, timeout_s=args.timeout_s,
+                           log=log, memory_mb=args.memory_mb)
+
+
 def supervise(args):
     cell, ref_cell = json.loads(args.cell), json.loads(args.reference_cell)
     rule = json.loads(args.rule)
-    rec = {"record_version": RECORD_VERSION, "kind": "duet", "machine": args.machine,
+    design = json.loads(args.design)
+    together = bool(design.get("together"))
+    rec = {"record_version": RECORD_VERSION, "kind": "pair" if together else "duet",
+           "machine": args.machine,
            "env": args.env, "cell": cell, "reference_env": args.reference_env,
            "reference_cell": ref_cell, "replicate": args.replicate, "windows": args.windows,
-           "window_s": args.window_s, "design": json.loads(args.design),
+           "window_s": args.window_s, "design": design,
            "status": "failed", "reason": "",
            "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat()}
     try:
@@ -95,12 +114,12 @@ def supervise(args):
         workers = {}
         try:
             # side a = the reference (right), side b = the TF 2.x env (left); a starts first
-            out, workers = duet.start_pair({"a": right, "b": left}, args.window_s, args.windows,
-                                           timeout_s=args.timeout_s, log=Log(),
-                                           memory_mb=args.memory_mb)
+            out, workers = run_sides(left, right, args, design, Log())
             rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
                        left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
                        alternation_s=out["alternation_s"])
+            if together:
+                rec["built_first"] = {"a": "right", "b": "left"}[out["built_first"]]
             rec.update(summarize(out["windows"]))
             # other processes' CPU over the timed windows, as a cell meters it (each window
             # taken by one worker while the other waits on its next command)
@@ -113,12 +132,13 @@ def supervise(args):
             # workers left out): names what the meter flags
             rec["foreign_processes"] = machine.top_consumers(
                 procs_before, machine.process_cpu(),
-                exclude_groups={w.proc.pid for w in workers.values()})
+                exclude_groups={getattr(w, "worker", w).proc.pid for w in workers.values()})
         except Exception as exc:  # any failure is this duet's, written down, never the study's
             rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
                        log_tail="\n".join(tail))
         finally:
-            for w in workers.values():
+            for w in {id(getattr(w, "worker", w)): getattr(w, "worker", w)
+                      for w in workers.values()}.values():
                 w.close()
         rec["wall_s"] = time.monotonic() - t0
         rec["peak_rss_mb"] = {"left": getattr(workers.get("b"), "peak_rss_mb", None),
@@ -139,7 +159,8 @@ def main(argv=None):
     parser.add_argument("--machine", required=True)
     parser.add_argument("--replicate", type=int, default=0)
     parser.add_argument("--design", default="{}",
-                        help='the duets\' design as JSON: {"replicates": n, "max_replicates": m}')
+                        help='the duets\' design as JSON: {"replicates": n, "max_replicates": m}'
+                             '; a pair in one process adds "together": true and "mix_block": k')
     parser.add_argument("--windows", type=int, required=True)
     parser.add_argument("--window-s", type=float, required=True)
     parser.add_argument("--timeout-s", type=int, default=900)

@@ -17,6 +17,13 @@ configuration in two live workers that take turns window by window; config `duet
   `duets.max_replicates` above it, the rows still undecided after them get the rest (a second
   look, scripts/plan_duets.py; driver/stats/sequential.py keeps the size).
 
+Pairs in one process (config `pairs`, docs/design.md "Pairs in one process"): a comparison whose
+two cells live in one env and one mode (fit vs train_on_batch, numpy vs tf.data) is timed by one
+fresh worker that builds both cells and interleaves them call by call (run_cell.py `mix`), so the
+process's own state is the same for both sides. They are planned, ordered, looked at twice and
+stored as duets are (results/duets/), with `together` set: their key joins both cells' ids
+(PAIR_SEP), and their rows form tables of their own (`pairs`, `pairs_aa`), never the headline's.
+
 Pure planning (no Snakemake, no framework): the study plan (driver/study/plan.py) asks it,
 and so do the tests.
 """
@@ -27,6 +34,13 @@ from tfspeed import cells as tfcells
 from tfspeed.versions import version_tuple
 
 HEADLINE = {"model": "small", "data": "small", "input": "numpy", "device": "cpu"}
+# A pair's key: both cells' ids (a file name part; a cell id never holds it)
+PAIR_SEP = "~"
+# The comparison tables whose rows a pair in one process can time: both cells share the env, the
+# mode and the stopping rule (fit_epoch's rule differs: steps per call), and the pair probe
+# measured them (docs/runs/2026-11-27-amd-epyc-2c-44e20b91-pairs-in-one-process.md).
+PAIR_TABLES = {"fit_vs_train_on_batch": ("api", "fit", "train_on_batch"),
+               "numpy_vs_tfdata": ("input", "numpy", "tfdata")}
 
 
 class Duet(NamedTuple):
@@ -34,10 +48,26 @@ class Duet(NamedTuple):
     cell: dict  # its cell
     reference_env: str
     reference_cell: dict
+    together: bool = False  # a pair in one process (both cells in one worker), not a duet
 
     @property
     def cell_id(self):
+        """The row's key: the cell's id; a pair's joins both cells' (PAIR_SEP)."""
+        if self.together:
+            return tfcells.cell_id(self.cell) + PAIR_SEP + tfcells.cell_id(self.reference_cell)
         return tfcells.cell_id(self.cell)
+
+    @property
+    def table(self):
+        """The comparison table a pair's row belongs to (PAIR_TABLES); None for a duet and for
+        a pair's A/A row."""
+        if not self.together:
+            return None
+        for name, (axis, left, right) in PAIR_TABLES.items():
+            if (self.cell[axis], self.reference_cell[axis]) == (left, right) and all(
+                    self.cell[a] == self.reference_cell[a] for a in tfcells.AXES if a != axis):
+                return name
+        return None
 
 
 def counted_keras(spec, mode):
@@ -76,6 +106,34 @@ def plan(specs, envs, reference_env, settings):
             ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
             if mode in modes and tfcells.why_not(ref_spec, ref_cell) is None:
                 out.insert(0, Duet(reference_env, ref_cell, reference_env, ref_cell))
+    return out
+
+
+def plan_pairs(cells, settings):
+    """[Duet(together=True)] of a study: cells = the study's [(env, cell)], settings = config
+    `pairs` ({"tables", "envs", "modes", "aa"}). Every two cells of one env that differ in one
+    table's axis only, left and right as the table names them; with `aa`, per env and mode that
+    has pairs, its first pair's left cell against itself (the pairs' own false-positive check)."""
+    tables = settings.get("tables") or []
+    envs, modes = settings.get("envs") or "all", settings.get("modes") or "all"
+    chosen = [(e, c) for e, c in cells if (envs == "all" or e in envs)
+              and (modes == "all" or c["mode"] in modes)]
+    by_id = {(e, tfcells.cell_id(c)): c for e, c in chosen}
+    out = []
+    for name in tables:
+        axis, left, right = PAIR_TABLES[name]
+        for env, cell in chosen:
+            if cell[axis] != left:
+                continue
+            other = by_id.get((env, tfcells.cell_id(dict(cell, **{axis: right}))))
+            if other is not None:
+                out.append(Duet(env, cell, env, other, together=True))
+    if settings.get("aa"):
+        seen = set()
+        for d in list(out):
+            if (d.env, d.cell["mode"]) not in seen:
+                seen.add((d.env, d.cell["mode"]))
+                out.append(Duet(d.env, d.cell, d.env, d.cell, together=True))
     return out
 
 

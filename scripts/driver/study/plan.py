@@ -121,10 +121,31 @@ class StudyPlan:
         self.duets = [] if conda else duetplan.plan(
             self.env_specs, sorted({e for e, _ in self.cells}), self.reference_env,
             self.duet_settings)
-        self.duet_by_id = {(d.env, d.cell_id): d for d in self.duets}
-        self.duet_priority = duetplan.priorities(self.duets, first, self.seed, most)
+        # pairs in one process (config `pairs`): same-env comparisons timed by one worker,
+        # planned, ordered and looked at twice as duets are (with duets' replicates)
+        self.pair_settings = dict(config.get("pairs") or {})
+        self._check_pairs()
+        self.pairs = [] if conda else duetplan.plan_pairs(self.cells, self.pair_settings)
+        self.timed_duets = self.duets + self.pairs
+        self.duet_by_id = {(d.env, d.cell_id): d for d in self.timed_duets}
+        self.duet_priority = duetplan.priorities(self.timed_duets, first, self.seed, most)
 
     # ------------------------------------------------------------------------------ checks
+
+    def _check_pairs(self):
+        """config `pairs`: its tables known, its envs in the study, before any job."""
+        settings = self.pair_settings
+        for name in settings.get("tables") or []:
+            if name not in duetplan.PAIR_TABLES:
+                config_error("pairs.tables", "%r cannot be timed as a pair in one process; "
+                             "tables that can: %s" % (name, ", ".join(sorted(
+                                 duetplan.PAIR_TABLES))))
+        envs = settings.get("envs", "all")
+        if isinstance(envs, list):
+            unknown = [e for e in envs if e not in self.envs]
+            if unknown:
+                config_error("pairs.envs", "env %s is not in the study (envs: %s)" % (
+                    ", ".join(map(repr, unknown)), ", ".join(self.envs)))
 
     def _study_envs(self):
         """The env names in the study, checked against the env files."""
@@ -315,13 +336,13 @@ class StudyPlan:
     def duet_files(self, machine):
         """Every duet's file of the first look, replicate by replicate in the planned order."""
         return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in
-                duetplan.ordered(self.duets, self.duet_settings["replicates"], self.seed)]
+                duetplan.ordered(self.timed_duets, self.duet_settings["replicates"], self.seed)]
 
     def extra_duet_files(self, machine, open_rows):
         """The second look's files: replicates `replicates` .. `max_replicates` - 1 of each row
         in open_rows ([[env, cell_id], ...], scripts/plan_duets.py), in the planned order."""
         wanted = {(env, cid) for env, cid in open_rows}
-        run = duetplan.ordered(self.duets, self.duet_settings["max_replicates"], self.seed,
+        run = duetplan.ordered(self.timed_duets, self.duet_settings["max_replicates"], self.seed,
                                start=self.duet_settings["replicates"])
         return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in run
                 if (d.env, d.cell_id) in wanted]
@@ -331,8 +352,11 @@ class StudyPlan:
         return {"cell": json.dumps(d.cell, sort_keys=True),
                 "reference_cell": json.dumps(d.reference_cell, sort_keys=True),
                 "reference_env": d.reference_env,
-                "design": json.dumps({k: self.duet_settings[k]
-                                      for k in ("replicates", "max_replicates")}, sort_keys=True),
+                "design": json.dumps(dict({k: self.duet_settings[k]
+                                           for k in ("replicates", "max_replicates")},
+                                          **({"together": True, "table": d.table,
+                                              "mix_block": self.pair_settings["mix_block"]}
+                                             if d.together else {})), sort_keys=True),
                 "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True)}
 
     # ------------------------------------------------------------------------------ probe
@@ -369,7 +393,7 @@ class StudyPlan:
     def built_envs(self):
         """The envs the study builds (venv mode): those of its cells and duets, and the probe's."""
         envs = {e for e, _ in self.cells}
-        envs |= {e for d in self.duets for e in (d.env, d.reference_env)}
+        envs |= {e for d in self.timed_duets for e in (d.env, d.reference_env)}
         if self.probe["processes"]:
             envs.add(self.probe_env)
         return sorted(envs)
@@ -378,5 +402,5 @@ class StudyPlan:
         """Jobs of the plan as `snakemake -n` counts them in an empty directory (allocation's
         extra rounds are not planned yet): cell processes, duets, env builds."""
         return {"run_cell": (len(self.cells) + len(self.twins)) * self.repeats,
-                "run_duet": len(self.duets) * self.duet_settings["replicates"],
+                "run_duet": len(self.timed_duets) * self.duet_settings["replicates"],
                 "build_env": 0 if self.conda else len(self.built_envs())}

@@ -21,6 +21,7 @@ from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
 from driver.tables.duet_rounds import duet_rounds
+from driver.tables.duets import FAMILIES as DUET_FAMILIES
 from driver.tables.duets import duets_table
 from driver.tables.duets import load as load_duets
 from driver.tables.machines_compared import machines_compared_table
@@ -59,9 +60,9 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
                           alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
     duet_records = load_duets(duet_files)
-    for name, aa in (("duets", False), ("duets_aa", True)):
+    for name in DUET_FAMILIES:  # duets, duets_aa, pairs, pairs_aa: each its own table
         tables[name] = duets_table(duet_records, level=level, q=q, min_effect=min_effect,
-                                   alpha_equivalence=alpha_equivalence, aa=aa)
+                                   alpha_equivalence=alpha_equivalence, kind=name)
     tables["duet_rounds"] = duet_rounds(tables["duets"], duet_records)
     tables["machines_compared"] = machines_compared_table(
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)

@@ -24,7 +24,7 @@ def duet_rounds(duets: pd.DataFrame, records, level: float = 0.95, q: float = 0.
     keep = set(zip(duets["machine"], duets["env"], duets["cell_id"])) if len(duets) else set()
     rows = []
     for rec in records:
-        if rec.get("status") != "ok" or "log_ratio" not in rec:
+        if rec.get("status") != "ok" or "log_ratio" not in rec or rec.get("kind") == "pair":
             continue
         key = (rec["machine"], rec["env"], cell_id(rec["cell"]))
         if key not in keep:

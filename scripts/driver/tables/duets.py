@@ -26,6 +26,11 @@ Columns, besides the axes and both sides' envs and cells:
   process), behind sentences like "no version is more than X % slower";
 - window_sd: the spread of one window pair's log ratio inside a duet (the window component);
   wall_s: a duet's mean wall time (its cost).
+
+Pairs in one process (a file's `kind` "pair", config `pairs`) are analysed the same way, in
+tables of their own: `pairs` (a same-env comparison's rows, `table` naming the comparison table
+they belong to) and `pairs_aa` (a cell against itself in one process); their `cell_id` is the
+pair's key (both cells' ids, duetplan.PAIR_SEP). No table mixes duets and pairs.
 """
 import json
 import math
@@ -38,11 +43,14 @@ from scipy import stats as sps
 
 from driver.stats import verdicts
 from driver.stats.sequential import looks
+from driver.study.duetplan import PAIR_SEP
 from tfspeed.cells import cell_id
 
 KEYS = ["machine", "env", "cell_id"]
+# the families of duet files: each its own table, its own BH family (family())
+FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa")
 COLUMNS = [
-    "machine", "env", "cell_id", "mode", "keras", "api", "left_env", "right_env", "left_cell_id",
+    "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env", "right_env", "left_cell_id",
     "right_cell_id", "left_keras", "right_keras", "left_framework_version",
     "right_framework_version", "n", "n_look1", "n_max", "n_failed", "n_flagged", "ratio",
     "ratio_ci_low", "ratio_ci_high",
@@ -83,8 +91,9 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
     x = np.array([r["log_ratio"] for r in ok], dtype=float)
     n = int(x.size)
     nan = math.nan
-    row = {"machine": first["machine"], "env": first["env"], "cell_id": cell_id(cell),
+    row = {"machine": first["machine"], "env": first["env"], "cell_id": row_id(first),
            "mode": cell["mode"], "keras": cell["keras"], "api": cell["api"],
+           "input": cell["input"], "table": (first.get("design") or {}).get("table"),
            "left_env": first["env"], "right_env": first["reference_env"],
            "left_cell_id": cell_id(cell), "right_cell_id": cell_id(ref),
            "left_keras": cell["keras"], "right_keras": ref["keras"],
@@ -200,21 +209,42 @@ def simultaneous(df: pd.DataFrame, level: float) -> pd.DataFrame:
 
 def is_aa(rec: dict) -> bool:
     """An A/A duet: the reference env's cell against itself (duetplan.py), the duets' own
-    false-positive and order-bias check; never a row of the headline."""
+    false-positive and order-bias check; never a row of the headline. (A pair's A/A too.)"""
     return rec["env"] == rec["reference_env"] and cell_id(rec["cell"]) == cell_id(
         rec["reference_cell"])
 
 
+def is_pair(rec: dict) -> bool:
+    """A pair in one process (config `pairs`), not a duet of two workers."""
+    return rec.get("kind") == "pair"
+
+
+def family(rec: dict) -> str:
+    """Which table a duet file's row belongs to (FAMILIES)."""
+    return ("pairs" if is_pair(rec) else "duets") + ("_aa" if is_aa(rec) else "")
+
+
+def row_id(rec: dict) -> str:
+    """A file's row key: its cell's id; a pair's joins both cells' (duetplan.Duet.cell_id)."""
+    if is_pair(rec):
+        return cell_id(rec["cell"]) + PAIR_SEP + cell_id(rec["reference_cell"])
+    return cell_id(rec["cell"])
+
+
 def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
                 min_effect: float = 0.10, alpha_equivalence: float = 0.05,
-                aa: bool = False) -> pd.DataFrame:
+                aa: bool = False, kind: str | None = None) -> pd.DataFrame:
     """One row per duet configuration (machine, env, cell): the headline's rows, or with aa=True
-    the A/A rows (their own family: their verdicts are the duets' false positives)."""
+    the A/A rows (their own family: their verdicts are the duets' false positives); `kind` names
+    any family of FAMILIES instead (the pairs' tables)."""
+    kind = kind or ("duets_aa" if aa else "duets")
+    if kind not in FAMILIES:
+        raise ValueError(f"unknown duet family {kind!r}; families: {', '.join(FAMILIES)}")
     groups: dict[tuple, list[dict]] = {}
     for rec in records:
-        if is_aa(rec) != aa:
+        if family(rec) != kind:
             continue
-        groups.setdefault((rec["machine"], rec["env"], cell_id(rec["cell"])), []).append(rec)
+        groups.setdefault((rec["machine"], rec["env"], row_id(rec)), []).append(rec)
     if not groups:
         return pd.DataFrame(columns=COLUMNS)
     rows = [one_row(sorted(g, key=lambda r: r["replicate"]), min_effect)
@@ -225,13 +255,13 @@ def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
 
 def open_rows(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
               min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> list[list[str]]:
-    """[[env, cell_id], ...] of the rows (headline and A/A, each in its own family) whose verdict
-    is still undecided: the duets' second look (scripts/plan_duets.py)."""
+    """[[env, cell_id], ...] of the rows (headline, A/A and pairs, each family on its own) whose
+    verdict is still undecided: the duets' second look (scripts/plan_duets.py)."""
     records = list(records)
     out = []
-    for aa in (False, True):
+    for kind in FAMILIES:
         table = duets_table(records, level=level, q=q, min_effect=min_effect,
-                            alpha_equivalence=alpha_equivalence, aa=aa)
+                            alpha_equivalence=alpha_equivalence, kind=kind)
         for _, row in table.iterrows():
             if verdicts.norm_code(row["verdict"]) == verdicts.UNDECIDED:
                 out.append([row["env"], row["cell_id"]])

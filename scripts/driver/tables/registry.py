@@ -89,6 +89,21 @@ REGISTRY = [
           "its own. Both sides are the same code, so a row called faster or slower is a false "
           "positive of the duet procedure, and its ratio is the order bias (the reference side "
           "always starts first). Columns as in duets."),
+    Table("pairs", "Same-env comparisons, a pair in one process", None, None, None,
+          "ratio < 1 when the left cell is faster",
+          "Comparisons whose two cells live in one env and one mode (config `pairs`: "
+          "fit vs train_on_batch, numpy vs tf.data), each timed by one fresh worker that builds "
+          "both cells and interleaves them call by call, so the process's own state is the "
+          "same on both sides (docs/design.md, \"Pairs in one process\"). One row per pair "
+          "(cell_id joins both cells' ids; `table` is the comparison table the row belongs "
+          "to): n pairs (a fresh worker each), the ratio left / right, its tested interval, the "
+          "equivalence test and the verdict, analysed as the duets table is, in a family of its "
+          "own. See driver/tables/duets.py."),
+    Table("pairs_aa", "A/A pairs (a cell against itself in one process)", None, None, None,
+          "ratio < 1 when the cell built second is faster",
+          "The pairs' own check: per env and mode, a cell against itself in one worker, "
+          "planned and analysed exactly as a pair, in a family of its own. A row called faster "
+          "or slower is a false positive of the pair procedure. Columns as in pairs."),
     Table("duet_rounds", "Duets' health check: rounds that moved every row", None, None, None,
           "shift > 0 when the round's duets had higher log ratios than their rows' means",
           "Per machine, mode and replicate round of the duets: the mean deviation of the "

@@ -1,0 +1,79 @@
+"""Same-env comparisons timed as pairs in one process (config `pairs`): per comparison table,
+each pair's row of the pairs table (driver/tables/duets.py) with its ratio, tested interval,
+equivalence interval and verdict, and one sentence per table counting its verdicts; then the
+pairs' own check, the A/A rows (a cell against itself in one worker) and how many of them were
+called different. Every count is built here from the rows it covers (`summary`), once. A study
+without pairs (config `pairs.tables: []`) shows a line saying so."""
+import math
+
+from driver.report.fmt import cell, ncol, num, records, text
+from driver.stats import verdicts
+from driver.tables.registry import REGISTRY
+
+ID, TITLE, ORDER = "pairs", "Pairs in one process", 41
+
+COLUMNS = (("env", False), ("mode", False), ("Keras", False), ("other axes", False),
+           ("left / right", True), ("tested interval", True), ("equivalence interval", True),
+           ("verdict", False), ("pairs", True))
+# the axis a table's two sides differ in, and what the rest of a row shows
+OTHER_AXIS = {"fit_vs_train_on_batch": "input", "numpy_vs_tfdata": "api"}
+
+
+def _x(v: float) -> str:
+    return "" if not math.isfinite(v) else f"{v:.2f}x"
+
+
+def summary(rows) -> dict:
+    """{"n", "faster", "slower", "equivalent", "undecided"} over rows (dicts with `verdict`)."""
+    codes = [verdicts.norm_code(r.get("verdict")) for r in rows]
+    return {"n": len(codes), "faster": codes.count(verdicts.LEFT_FASTER),
+            "slower": codes.count(verdicts.RIGHT_FASTER),
+            "equivalent": codes.count(verdicts.EQUIVALENT),
+            "undecided": codes.count(verdicts.UNDECIDED)}
+
+
+def sentence(name: str, counts: dict) -> str:
+    """A table's verdicts in words, from summary()."""
+    left, right = REGISTRY[name].left, REGISTRY[name].right
+    return (f"{counts['n']} rows: {left} faster in {counts['faster']}, slower in "
+            f"{counts['slower']}, equivalent within the margin in {counts['equivalent']}, "
+            f"undecided in {counts['undecided']} (left: {left}, right: {right}).")
+
+
+def table_rows(rows, name: str, table_id: str) -> dict:
+    other = OTHER_AXIS.get(name, "input")
+    out = []
+    for r in rows:
+        verdict = text(r.get("verdict"))
+        out.append([
+            cell(text(r.get("env"))), cell(text(r.get("mode"))), cell(text(r.get("keras"))),
+            cell(f"{other} {text(r.get(other))}"),
+            cell(_x(num(r.get("ratio"))), v=num(r.get("ratio"))),
+            cell(f"{_x(num(r.get('ratio_ci_low')))}–{_x(num(r.get('ratio_ci_high')))}"),
+            cell(f"{_x(num(r.get('tost_ci_low')))}–{_x(num(r.get('tost_ci_high')))}"),
+            cell(verdicts.verdict_word(verdict, REGISTRY[name].left),
+                 cls=verdicts.words(verdict).cls),
+            cell(f"{int(num(r.get('n')))}" if math.isfinite(num(r.get("n"))) else ""),
+        ])
+    return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
+            "rows": out}
+
+
+def build(data) -> dict:
+    pairs = data.table("pairs")
+    if pairs.empty:
+        return {"tables": []}
+    out = []
+    for name in sorted(set(pairs["table"].dropna())):
+        rows = records(pairs[pairs["table"] == name])
+        out.append({"name": name, "title": REGISTRY[name].title,
+                    "sentence": sentence(name, summary(rows)),
+                    "rows": table_rows(rows, name, f"pairs-{name}")})
+    aa = data.table("pairs_aa")
+    aa_counts = summary(records(aa))
+    levels = ncol(pairs, "ci_level").dropna()
+    return {"tables": out, "aa": aa_counts,
+            "aa_different": aa_counts["faster"] + aa_counts["slower"],
+            "replicates": int(ncol(pairs, "n").max()),
+            "ci_level": float(levels.min()) if len(levels) else math.nan,
+            "min_effect": data.min_effect}
