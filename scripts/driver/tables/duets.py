@@ -50,8 +50,8 @@ KEYS = ["machine", "env", "cell_id"]
 # the families of duet files: each its own table, its own BH family (family())
 FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa")
 COLUMNS = [
-    "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env", "right_env", "left_cell_id",
-    "right_cell_id", "left_keras", "right_keras", "left_framework_version",
+    "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env",
+    "right_env", "left_cell_id", "right_cell_id", "left_keras", "right_keras", "left_framework_version",
     "right_framework_version", "n", "n_look1", "n_max", "n_failed", "n_flagged", "ratio",
     "ratio_ci_low", "ratio_ci_high",
     "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_look", "p_adjusted", "p_threshold",
