@@ -8,7 +8,10 @@ From the run's tables (no timing; any finished study or published run):
   share equivalent;
 - twins (A/A cells): the share equivalent and the share called different;
 - A/A duets: the rows called different (false positives) and the order bias;
-- the health check (duet_rounds): rounds that moved every row.
+- the health check (duet_rounds): rounds that moved every row;
+- pairs in one process (config `pairs`): the same two shares over the pairs table's rows, the A/A
+  pairs called different, and the rows that a pair and the cells' comparison table both hold,
+  with what each decided (decided by both, by the pair only, by the cells only, by neither).
 Every share is printed with its Clopper-Pearson 95 % CI. Prints a JSON line last.
 """
 import argparse
@@ -58,7 +61,8 @@ def figures(results) -> dict:
                     "decided": int(codes.isin(DECIDED).sum()), "rows": int(len(rows)),
                     "second_look": int((rows["n"] > rows.get("n_look1", rows["n"])).sum())}
     for name, table in res.comparisons().items():
-        if name in ("duets", "duets_aa", "twins") or "ratio" not in table.columns:
+        if name in ("duets", "duets_aa", "twins", "pairs", "pairs_aa") or \
+                "ratio" not in table.columns:
             continue
         for machine, part in per_machine(table):
             ratio = pd.to_numeric(part["ratio"], errors="coerce")
@@ -92,9 +96,54 @@ def figures(results) -> dict:
             out.setdefault(machine, {})["rounds_moved"] = [
                 f"{r['mode']} round {int(r['round'])}: {math.exp(r['shift']):.3f}"
                 for _, r in moved.iterrows()]
+    if res.has("pairs"):
+        pairs_figures(res, out, per_machine)
     if not out:
         raise ValueError(f"{results}: no duets or comparison tables in it")
     return out
+
+
+def effect_shares(part: pd.DataFrame) -> tuple[list, list]:
+    """[decided, rows] of the rows with an effect of 10 % or more, [equivalent, rows] of those
+    within 5 % of equal (the goals' two counts)."""
+    ratio = pd.to_numeric(part["ratio"], errors="coerce")
+    codes = _codes(part)
+    big = (ratio >= 1.1) | (ratio <= 1 / 1.1)
+    near = (ratio >= 1 / 1.05) & (ratio <= 1.05)
+    return ([int(codes[big].isin(DECIDED).sum()), int(big.sum())],
+            [int((codes[near] == verdicts.EQUIVALENT).sum()), int(near.sum())])
+
+
+def pairs_figures(res, out: dict, per_machine) -> None:
+    """The pairs' shares, their A/A rows, and the rows they share with the cells' tables."""
+    tables = res.comparisons()
+    for machine, part in per_machine(res.table("pairs")):
+        big, near = effect_shares(part)
+        both = {"both": 0, "pair_only": 0, "cells_only": 0, "neither": 0}
+        for _, row in part.iterrows():
+            cells = tables.get(str(row.get("table")))
+            if cells is None or cells.empty:
+                continue
+            env_col = "env" if "env" in cells.columns else "left_env"
+            hit = cells[(cells["left_cell_id"] == row["left_cell_id"])
+                        & (cells["right_cell_id"] == row["right_cell_id"])
+                        & (cells[env_col] == row["env"])
+                        & (cells.get("machine", machine) == machine)]
+            if hit.empty:
+                continue
+            pair_done = verdicts.norm_code(row["verdict"]) in DECIDED
+            cells_done = verdicts.norm_code(hit.iloc[0]["verdict"]) in DECIDED
+            both[{(True, True): "both", (True, False): "pair_only", (False, True): "cells_only",
+                  (False, False): "neither"}[(pair_done, cells_done)]] += 1
+        out.setdefault(machine, {})["pairs"] = {
+            "effect_10": share(*big), "within_5": share(*near),
+            "decided": share(int(_codes(part).isin(DECIDED).sum()), len(part)),
+            "against_cells": both}
+    if res.has("pairs_aa"):
+        for machine, part in per_machine(res.table("pairs_aa")):
+            codes = _codes(part)
+            out.setdefault(machine, {}).setdefault("pairs", {})["aa_different"] = share(
+                int(codes.isin(verdicts.DECIDED).sum()), len(part))
 
 
 def text(figs: dict) -> list[str]:
@@ -119,6 +168,19 @@ def text(figs: dict) -> list[str]:
         if "aa_duets" in m:
             lines.append(f"  A/A duets called different: {s(m['aa_duets']['different'])}; "
                          f"ratios {m['aa_duets']['ratios']}")
+        if "pairs" in m:
+            p = m["pairs"]
+            if "decided" in p:
+                lines.append(f"  pairs in one process, rows decided: {s(p['decided'])}")
+                lines.append(f"  pairs with an effect of 10 % or more, decided: "
+                             f"{s(p['effect_10'])}")
+                lines.append(f"  pairs within 5 % of equal, equivalent: {s(p['within_5'])}")
+                c = p["against_cells"]
+                lines.append(f"  rows held by pairs and cells alike: decided by both "
+                             f"{c['both']}, by the pair only {c['pair_only']}, by the cells "
+                             f"only {c['cells_only']}, by neither {c['neither']}")
+            if "aa_different" in p:
+                lines.append(f"  A/A pairs called different: {s(p['aa_different'])}")
         if "rounds_moved" in m:
             lines.append("  health check, rounds that moved every row: "
                          + ("; ".join(m["rounds_moved"]) or "none"))

@@ -138,8 +138,10 @@ def _group_cpu_s(pgid):
 
 
 def process_cpu():
-    """{pid: (process group, command, CPU seconds so far)} of every process, from
-    /proc/<pid>/stat; None where /proc cannot be listed."""
+    """{pid: (process group, command, CPU seconds so far, start time in ticks)} of every
+    process, from /proc/<pid>/stat; None where /proc cannot be listed. The start time tells a
+    reused pid from the process that had it (a kernel worker's command changes with the work it
+    serves, so the command cannot)."""
     stats = _all_stats()
     if stats is None:
         return None
@@ -147,7 +149,8 @@ def process_cpu():
     for pid, command, fields in stats:
         try:
             out[pid] = (int(fields[2]), command,
-                        (int(fields[11]) + int(fields[12])) / float(_HZ))  # utime, stime
+                        (int(fields[11]) + int(fields[12])) / float(_HZ),  # utime, stime
+                        int(fields[19]))  # field 22: starttime
         except (IndexError, ValueError):
             continue
     return out
@@ -161,11 +164,11 @@ def top_consumers(before, after, exclude_groups=(), n=3):
     if before is None or after is None:
         return None
     used = []
-    for pid, (group, command, cpu) in after.items():
+    for pid, (group, command, cpu, started) in after.items():
         if group in exclude_groups:
             continue
         start = before.get(pid)
-        spent = cpu - (start[2] if start and start[1] == command else 0.0)
+        spent = cpu - (start[2] if start and start[3] == started else 0.0)
         if spent > 0:
             used.append({"pid": pid, "command": command, "cpu_s": round(spent, 2)})
     return sorted(used, key=lambda u: -u["cpu_s"])[:n]

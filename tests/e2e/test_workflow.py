@@ -128,10 +128,27 @@ def test_quick_study_outputs(quick_run):
     assert sorted(aa["mode"]) == ["eager", "graph"] and set(aa["env"]) == {"tf1.14"}
     rounds = pd.read_csv(work / "results/tables/duet_rounds.csv")
     assert set(rounds["mode"]) == {"eager", "graph"} and set(rounds["round"]) >= {0, 1}
+    # pairs in one process (tests/quick.yaml `pairs`): TF 1.14's fit vs train_on_batch in
+    # graph mode, one worker per replicate, in tables of their own (and the A/A pair)
+    pairs = pd.read_csv(work / "results/tables/pairs.csv")
+    pairs_aa = pd.read_csv(work / "results/tables/pairs_aa.csv")
+    assert len(pairs) == 3 and set(pairs["table"]) == {"fit_vs_train_on_batch"}
+    assert set(pairs["env"]) == {"tf1.14"} and set(pairs["mode"]) == {"graph"}
+    assert (pairs.left_cell_id.str.contains(".fit.")).all()
+    assert (pairs.right_cell_id.str.contains(".train_on_batch.")).all()
+    assert len(pairs_aa) == 1 and (pairs_aa.left_cell_id == pairs_aa.right_cell_id).all()
+    for table in (pairs, pairs_aa):
+        want = [3 if (e, c) in opened else 2 for e, c in zip(table["env"], table["cell_id"])]
+        assert list(table.n) == want and (table.n_failed == 0).all(), table.reason.tolist()
+    report = (work / "results/report.html").read_text()
+    section = report[report.index('<section id="pairs"'):]
+    assert "3 rows: fit faster in" in section[:section.index("</section>")]
     for path in sorted((work / "results/duets").rglob("*.json")):
         duet = json.loads(path.read_text())
         assert duet["status"] == "ok", (path, duet.get("reason"), duet.get("log_tail"))
-        assert len(duet["left_windows_s"]) == len(duet["right_windows_s"]) == 2
+        # a pair's two cells are interleaved in one stretch: one "window" a side
+        windows = 1 if duet["kind"] == "pair" else 2
+        assert len(duet["left_windows_s"]) == len(duet["right_windows_s"]) == windows
         assert duet["ready"]["left"]["first_call_s"] > 0
         assert duet["provenance"]["right_env"]["framework_version"] == "1.14.0"
     # with one process per cell there is no process-level CI (and so no verdict)

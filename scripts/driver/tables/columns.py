@@ -36,6 +36,8 @@ COLUMNS = {c.name: c for c in [
         ("keras", "The Keras flavour (axis)."), ("keras_version", "Keras' version in the env."),
         ("mode", "The execution mode (axis)."), ("api", "The training or inference API (axis)."),
         ("input", "The input pipeline (axis)."), ("device", "The device (axis)."),
+        ("table", "pairs: the comparison table the pair's row belongs to (its two cells differ "
+         "in that table's axis only); empty in duets and in A/A rows."),
         ("model", "The model (axis)."), ("data", "The data size (axis)."),
         ("status", "ok, failed or skipped."), ("reason", "Why a cell failed or was skipped."),
         ("numpy_version", "NumPy's version in the env."),
@@ -197,8 +199,6 @@ COLUMNS = {c.name: c for c in [
         ("simultaneous_low", "A lower bound that holds for every row of the mode at once."),
         ("simultaneous_high", "An upper bound that holds for every row of the mode at once."),
         ("window_sd", "The spread of one window pair's log ratio inside a duet."),
-        ("table", "pairs: the comparison table the pair's row belongs to (its two cells differ "
-         "in that table's axis only); empty in duets and in A/A rows."),
         ("n_look1", "Duets per row at the first look (config duets.replicates)."),
         ("n_max", "Duets per row at most: rows still open after the first look get up to this "
          "many (duets.max_replicates)."),

@@ -1,6 +1,7 @@
 """The report's sections as modules (driver/report/sections/): found by a loop, each with its own
 template, in ORDER; a section whose build raises shows its error and the rest renders."""
 import glob
+import math
 
 import pytest
 from helpers import REPO
@@ -137,3 +138,54 @@ def test_the_duets_section_draws_the_tested_interval_and_lists_its_rows():
     empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
                                TEMPLATE)
     assert "No duets in this study" in empty
+
+
+def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
+    """With a pairs table the section shows one table per comparison table and a sentence whose
+    counts are recomputed here from the rows' verdicts (one fit row slower by a third, one
+    equivalent, one left open); the A/A line counts the pairs_aa rows called different; without
+    pairs it says the study has none."""
+    import re
+
+    import numpy as np
+    import pandas as pd
+
+    from driver.stats import verdicts
+    from driver.study.duetplan import PAIR_SEP
+    from driver.tables import duets
+
+    rng = np.random.default_rng(4)
+    cell = {"model": "small", "data": "small", "keras": "tf.keras", "mode": "graph",
+            "api": "fit", "input": "numpy", "device": "cpu"}
+    recs = []
+    for env, shift, sd in (("tf1.14", 0.29, 0.01), ("tf2.9", 0.0, 0.005), ("tf2.10", 0.0, 0.4)):
+        for rep, x in enumerate(rng.normal(shift, sd, 4)):
+            recs.append({"machine": "m", "env": env, "cell": cell, "reference_env": env,
+                         "reference_cell": dict(cell, api="train_on_batch"), "replicate": rep,
+                         "status": "ok", "kind": "pair", "design": {
+                             "replicates": 4, "together": True, "table": "fit_vs_train_on_batch"},
+                         "log_ratio": float(x), "left_median_s": 0.007 * math.exp(x),
+                         "right_median_s": 0.007, "wall_s": 5.0, "reason": ""})
+    aa = [dict(r, reference_cell=cell, env="tf1.14", reference_env="tf1.14",
+               design={"replicates": 4, "together": True}) for r in recs[:4]]
+    tabs = {name: duets.duets_table(recs + aa, kind=name) for name in ("pairs", "pairs_aa")}
+    assert PAIR_SEP in tabs["pairs"]["cell_id"].iloc[0]
+    ctx = render.build_context(pd.DataFrame(), tabs, {}, {}, "m", {})
+    assert "pairs" not in ctx["errors"], ctx["errors"]
+    html = render.render_html(ctx, TEMPLATE)
+    part = html[html.index('<section id="pairs"'):]
+    part = part[:part.index("</section>")]
+    codes = [verdicts.norm_code(v) for v in tabs["pairs"]["verdict"]]
+    want = (f"3 rows: fit faster in {codes.count(verdicts.LEFT_FASTER)}, slower in "
+            f"{codes.count(verdicts.RIGHT_FASTER)}, equivalent within the margin in "
+            f"{codes.count(verdicts.EQUIVALENT)}, undecided in {codes.count(verdicts.UNDECIDED)}")
+    assert want in part
+    assert sorted(codes) == sorted([verdicts.RIGHT_FASTER, verdicts.EQUIVALENT,
+                                    verdicts.UNDECIDED])
+    aa_codes = [verdicts.norm_code(v) for v in tabs["pairs_aa"]["verdict"]]
+    called = sum(c in verdicts.DECIDED for c in aa_codes)
+    assert re.search(rf"{called} of the {len(aa_codes)} A/A rows", part)
+    assert part.count("<tr>") == 1 + 3  # header and the three rows
+    empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
+                               TEMPLATE)
+    assert "No pairs in this study" in empty

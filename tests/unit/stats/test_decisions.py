@@ -64,3 +64,38 @@ def test_command_line(tmp_path):
     bad = subprocess.run([sys.executable, decisions.__file__, str(tmp_path / "nope")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_pairs_are_counted_and_set_beside_the_cells_rows_they_share(tmp_path):
+    """Pairs: the goals' shares over the pairs table, the A/A pairs called different, and per
+    row both tables hold whether the pair, the cells, both or neither decided it (counted here by
+    hand: a row both decided, one only the pair did, one only the cells did, one neither did, and
+    a pair whose row the cells' table lacks)."""
+    folder = write(tmp_path / "tables")
+    verdict_pairs = [("a", "left_faster", "right_faster", 1.3),
+                     ("b", "equivalent", "undecided", 1.01),
+                     ("c", "undecided", "equivalent", 1.2),
+                     ("d", "undecided", "undecided", 0.98),
+                     ("e", "right_faster", None, 0.8)]
+    pd.DataFrame([{"machine": "m1", "env": "tf1.14", "table": "fit_vs_train_on_batch",
+                   "cell_id": f"{k}~x", "left_cell_id": k, "right_cell_id": "x",
+                   "mode": "graph", "n": 4, "ratio": r, "verdict": pv}
+                  for k, pv, _, r in verdict_pairs]).to_csv(folder / "pairs.csv", index=False)
+    pd.DataFrame([{"machine": "m1", "env": "tf1.14", "left_env": "tf1.14", "left_cell_id": k,
+                   "right_cell_id": "x", "ratio": r, "verdict": cv}
+                  for k, _, cv, r in verdict_pairs if cv]
+                 ).to_csv(folder / "fit_vs_train_on_batch.csv", index=False)
+    pd.DataFrame([{"machine": "m1", "env": "tf1.14", "cell_id": "a~a", "mode": "graph", "n": 4,
+                   "ratio": v, "verdict": w} for v, w in ((1.0, "equivalent"),
+                                                          (0.9, "right_faster"))]
+                 ).to_csv(folder / "pairs_aa.csv", index=False)
+    p = decisions.figures(folder)["m1"]["pairs"]
+    assert p["against_cells"] == {"both": 1, "pair_only": 1, "cells_only": 1, "neither": 1}
+    assert (p["decided"]["k"], p["decided"]["n"]) == (3, 5)
+    assert (p["effect_10"]["k"], p["effect_10"]["n"]) == (2, 3)  # 1.3 and 0.8 of 1.3, 1.2, 0.8
+    assert (p["within_5"]["k"], p["within_5"]["n"]) == (1, 2)
+    assert (p["aa_different"]["k"], p["aa_different"]["n"]) == (1, 2)
+    # the cells' shares leave the pairs out: graph_vs_eager's 1 of 2 and the cells' own
+    # fit_vs_train_on_batch rows, 1.3 and 1.2 both decided
+    cells = decisions.figures(folder)["m1"]["cells"]["effect_10"]
+    assert (cells["k"], cells["n"]) == (1 + 2, 2 + 2)

@@ -1,11 +1,14 @@
 """Duets: the plan (driver/study/duetplan.py) and the worker protocol with real workers
 (scripts/run_cell.py --serve on NumPy's matmul cell, which needs no framework)."""
+import json
+import math
 import os
 import sys
 
 import pytest
 
 from driver.study import duet, duetplan
+from tfspeed import cells as tfcells
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts")
 MATMUL = {"model": "matmul", "data": "small", "keras": "none", "mode": "numpy", "api": "matmul",
@@ -244,3 +247,80 @@ def test_a_duets_figures_are_its_sides_medians_over_all_windows():
     assert (out["right_median_s"], out["left_median_s"]) == (2.0, 4.0)
     assert out["log_ratio"] == pytest.approx(math.log(2.0))
     assert out["window_log_ratios"] == pytest.approx([math.log(4.0 / 2.0), math.log(4.0 / 2.0)])
+
+
+# ---------------------------------------------------------------------------------- pairs
+
+def _cells(env, keras, modes, apis, inputs):
+    return [(env, {"model": "small", "data": "small", "keras": k, "mode": m, "api": a,
+                   "input": i, "device": "cpu"})
+            for k in keras for m in modes for a in apis for i in inputs]
+
+
+def test_pairs_are_planned_from_the_studys_cells_left_and_right_as_their_table_names_them():
+    """plan_pairs: every two cells of one env that differ in one table's axis only (left as the
+    table names it), nothing across envs, modes or Keras; the filters; one A/A row per env and
+    mode; the key joins both ids and names the table, an A/A row's names none."""
+    cells = (_cells("tf1.14", ["tf.keras"], ["graph", "eager"], ["fit", "train_on_batch"],
+                    ["numpy", "tfdata"])
+             + _cells("tf2.21", ["keras3"], ["eager"], ["fit", "train_on_batch"], ["numpy"]))
+    pairs = duetplan.plan_pairs(cells, {"tables": ["fit_vs_train_on_batch", "numpy_vs_tfdata"],
+                                        "aa": True})
+    rows = [d for d in pairs if d.table]
+    assert len(rows) == 4 + 1 + 4  # fit/tob: 4 in TF 1.14, 1 in TF 2.21; numpy/tfdata: 4
+    for d in rows:
+        assert d.together and d.env == d.reference_env
+        axis, left, right = duetplan.PAIR_TABLES[d.table]
+        assert (d.cell[axis], d.reference_cell[axis]) == (left, right)
+        assert {k for k in d.cell if d.cell[k] != d.reference_cell[k]} == {axis}
+        assert d.cell_id.split(duetplan.PAIR_SEP) == [
+            tfcells.cell_id(d.cell), tfcells.cell_id(d.reference_cell)]
+    aa = [d for d in pairs if d.cell == d.reference_cell]
+    assert sorted((d.env, d.cell["mode"]) for d in aa) == [
+        ("tf1.14", "eager"), ("tf1.14", "graph"), ("tf2.21", "eager")]
+    assert all(d.table is None and duetplan.PAIR_SEP in d.cell_id for d in aa)
+    assert len({d.cell_id for d in pairs}) == len(pairs)
+    only = duetplan.plan_pairs(cells, {"tables": ["numpy_vs_tfdata"], "envs": ["tf2.21"]})
+    assert only == []  # TF 2.21's cells here have numpy only
+    graph = duetplan.plan_pairs(cells, {"tables": ["fit_vs_train_on_batch"], "modes": ["graph"]})
+    assert len(graph) == 2 and {d.cell["mode"] for d in graph} == {"graph"}
+    assert duetplan.plan_pairs(cells, {"tables": []}) == []
+    # a headline duet keeps its cell's id as its key
+    head = duetplan.Duet("tf2.21", cells[-1][1], "tf1.14", cells[0][1])
+    assert head.cell_id == tfcells.cell_id(cells[-1][1]) and head.table is None
+
+
+def _manifest(tmp_path):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"python_executable": sys.executable, "status": "ok",
+                                "framework": "tensorflow", "name": "numpy-only"}))
+    return str(path)
+
+
+@pytest.mark.parametrize("replicate", [0, 1])
+def test_a_pair_file_comes_from_one_worker_with_the_build_order_alternating(tmp_path, replicate):
+    """supervise_duet with a design that says `together`: one worker builds both cells (the
+    1000 x 1000 product on the left, the 32-wide one on the right, so the sides cannot be
+    confused), the right side first in even replicates; each side's samples from the
+    interleaving, the log ratio left / right, the kind `pair`, and the worker left out of the
+    other processes named."""
+    sys.path.insert(0, SCRIPTS)
+    import supervise_duet
+    manifest, out = _manifest(tmp_path), tmp_path / "pair.json"
+    big = dict(MATMUL, data="matmul")
+    supervise_duet.main([
+        "--cell", json.dumps(big), "--reference-cell", json.dumps(MATMUL),
+        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
+        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
+        "--replicate", str(replicate), "--windows", "4", "--window-s", "0.02",
+        "--design", json.dumps({"replicates": 2, "max_replicates": 2, "together": True,
+                                "mix_block": 2}),
+        "--lock", str(tmp_path / "lock"), "--out", str(out)])
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    assert rec["kind"] == "pair" and rec["design"]["together"]
+    assert rec["built_first"] == ("right" if replicate == 0 else "left")
+    assert len(rec["left_windows_s"]) == len(rec["right_windows_s"]) == 1
+    assert rec["log_ratio"] > math.log(5) and rec["left_samples"] > 0
+    assert rec["cpu_window"] is not None and rec["foreign_processes"] is not None
+    assert rec["status"] == "ok" and rec["wall_s"] > 0

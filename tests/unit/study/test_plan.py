@@ -2,6 +2,7 @@
 Snakemake's dry run of the same study lists (the counts below are `snakemake -n` in an empty
 directory, recorded when the plan left rules/common.smk; docs/reference/presets.md shows them)."""
 import copy
+import re
 import functools
 import json
 import shutil
@@ -20,11 +21,12 @@ REPO = Path(__file__).resolve().parents[3]
 # study file -> (run_cell, run_duet, build_env) as `snakemake -n --quiet rules` lists them
 DRY_RUN = {
     None: (477, 208, 27),
-    "tests/quick.yaml": (71, 10, 4),
+    "tests/quick.yaml": (71, 18, 4),
     "presets/cnn_inference.yaml": (63, 36, 5),
     "presets/fidelity_check.yaml": (18, 0, 3),
     "presets/headline.yaml": (112, 208, 26),
     "presets/own_model.yaml": (126, 0, 6),
+    "presets/pairs.yaml": (60, 96, 2),
     "presets/seed_full.yaml": (960, 40, 5),
     "presets/seed_large.yaml": (96, 28, 3),
     "presets/seed_systems.yaml": (621, 208, 27),
@@ -94,8 +96,39 @@ def test_quick_study_is_its_grid_once():
 
 def test_conda_plans_no_duets_and_builds_no_venv():
     plan = StudyPlan(config("tests/quick.yaml"), REPO, conda=True)
-    assert plan.duets == [] and plan.duet_files("m") == []
+    assert plan.duets == [] and plan.pairs == [] and plan.duet_files("m") == []
     assert plan.job_counts() == {"run_cell": 71, "run_duet": 0, "build_env": 0}
+
+
+def test_pairs_run_as_duets_with_their_own_key_and_design():
+    """config `pairs` (tests/quick.yaml: TF 1.14's fit vs train_on_batch in graph mode): its
+    rows join the duets' files, order and priorities under their pair key, and their design
+    says `together`, the table and the interleaving's block; the headline's duets are as
+    before."""
+    cfg = config("tests/quick.yaml")
+    plan = StudyPlan(cfg, REPO)
+    assert len(plan.pairs) == 4 and all(d.together for d in plan.pairs)
+    files = plan.duet_files("m")
+    assert len(files) == (len(plan.duets) + len(plan.pairs)) * cfg["duets"]["replicates"]
+    for d in plan.pairs:
+        assert layout.duet_path("m", d.env, d.cell_id, 0) in files
+        design = json.loads(plan.duet_params(d.env, d.cell_id)["design"])
+        assert design["together"] and design["mix_block"] == 2
+        assert design["table"] == d.table
+    assert "together" not in json.loads(plan.duet_params(*next(
+        (d.env, d.cell_id) for d in plan.duets))["design"])
+
+
+@pytest.mark.parametrize("pairs,key,words", [
+    ({"tables": ["graph_vs_eager"]}, "pairs.tables", "'graph_vs_eager' cannot be timed"),
+    ({"tables": ["numpy_vs_tfdata"], "envs": ["tf9.9"]}, "pairs.envs", "'tf9.9' is not in"),
+])
+def test_bad_pairs_settings_are_named_before_any_job(pairs, key, words):
+    cfg = config("tests/quick.yaml")
+    cfg["pairs"] = dict(cfg["pairs"], **pairs)
+    with pytest.raises(Exception, match=re.escape(key)) as err:
+        StudyPlan(cfg, REPO)
+    assert words in str(err.value)
 
 
 # ---------------------------------------------------------------------------------- checks
@@ -257,15 +290,18 @@ def test_duets_in_their_planned_order():
     cfg = config("tests/quick.yaml")
     plan = StudyPlan(cfg, REPO)
     files = plan.duet_files("m")
-    assert len(files) == len(plan.duets) * cfg["duets"]["replicates"]
+    # the headline's duets and the pairs in one process (tests/quick.yaml `pairs`) alike
+    timed = plan.duets + plan.pairs
+    assert plan.timed_duets == timed
+    assert len(files) == len(timed) * cfg["duets"]["replicates"]
     # priorities for both looks; the second look's files only for the rows still open
-    assert len(plan.duet_priority) == len(plan.duets) * cfg["duets"]["max_replicates"]
+    assert len(plan.duet_priority) == len(timed) * cfg["duets"]["max_replicates"]
     d = plan.duets[-1]
     extra = plan.extra_duet_files("m", [[d.env, d.cell_id]])
     first, most = cfg["duets"]["replicates"], cfg["duets"]["max_replicates"]
     assert extra == [layout.duet_path("m", d.env, d.cell_id, r) for r in range(first, most)]
     assert min(plan.duet_priority[(d.env, d.cell_id, r)] for r in range(first)) > max(
-        plan.duet_priority[(x.env, x.cell_id, r)] for x in plan.duets for r in range(first, most))
+        plan.duet_priority[(x.env, x.cell_id, r)] for x in timed for r in range(first, most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": first, "max_replicates": most}
     bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))

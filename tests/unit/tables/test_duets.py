@@ -165,3 +165,70 @@ def test_empty_and_families():
     df = duets.duets_table(recs)
     assert set(df["mode"]) == {"graph", "eager"}
     assert list(pd.Index(duets.COLUMNS)) == list(df.columns)
+
+
+def pair_records(log_ratios, right_api="train_on_batch", env="tf2.9", machine="m"):
+    """A pair in one process: the left cell is the headline's cell with fit (or the same cell,
+    right_api=None: an A/A pair), both in `env`."""
+    out = []
+    left = dict(CELL, api="fit") if right_api else dict(CELL)
+    right = dict(CELL, api=right_api) if right_api else dict(CELL)
+    for i, x in enumerate(log_ratios):
+        out.append({"machine": machine, "env": env, "cell": left, "reference_env": env,
+                    "reference_cell": right, "replicate": i, "status": "ok", "kind": "pair",
+                    "design": {"replicates": len(log_ratios), "together": True,
+                               "table": "fit_vs_train_on_batch" if right_api else None},
+                    "left_framework_version": "2.9.3", "right_framework_version": "2.9.3",
+                    "wall_s": 5.0, "reason": "", "log_ratio": float(x),
+                    "left_median_s": 0.007 * math.exp(x), "right_median_s": 0.007,
+                    "window_log_ratios": [x]})
+    return out
+
+
+def test_pairs_are_their_own_tables_never_the_headlines():
+    """Pair files (kind `pair`) make the pairs and pairs_aa tables, keyed by both cells' ids;
+    a pair whose left cell is also a headline row's cell in the same env stays out of that
+    row; the second look names a pair by its key; the health check leaves pairs out."""
+    from driver.study.duetplan import PAIR_SEP
+    from driver.tables.duet_rounds import duet_rounds
+    from tfspeed.cells import cell_id
+    head = records([0.05, 0.06, 0.04])
+    # the same env and left cell as the headline row would have: a numpy vs tf.data pair
+    same_left = pair_records([0.30, 0.32, 0.31])
+    for r in same_left:
+        r["cell"], r["reference_cell"] = dict(CELL), dict(CELL, input="tfdata")
+        r["design"]["table"] = "numpy_vs_tfdata"
+    aa_pair = pair_records([0.01, -0.02, 0.0], right_api=None)
+    recs = head + pair_records([0.20, 0.22, 0.21]) + same_left + aa_pair
+    table = duets.duets_table(recs)
+    assert len(table) == 1 and table.iloc[0]["ratio"] == pytest.approx(math.exp(0.05))
+    assert duets.duets_table(recs, aa=True).empty  # an A/A pair is not the duets' A/A
+    pairs = duets.duets_table(recs, kind="pairs").set_index("table")
+    assert sorted(pairs.index) == ["fit_vs_train_on_batch", "numpy_vs_tfdata"]
+    fit = pairs.loc["fit_vs_train_on_batch"]
+    assert fit["cell_id"] == cell_id(dict(CELL, api="fit")) + PAIR_SEP + cell_id(CELL)
+    assert fit["ratio"] == pytest.approx(math.exp(0.21)) and fit["n"] == 3
+    assert pairs.loc["numpy_vs_tfdata", "ratio"] == pytest.approx(math.exp(0.31))
+    aa = duets.duets_table(recs, kind="pairs_aa")
+    assert len(aa) == 1 and aa.iloc[0]["cell_id"] == cell_id(CELL) + PAIR_SEP + cell_id(CELL)
+    with pytest.raises(ValueError, match="unknown duet family 'pair'"):
+        duets.duets_table(recs, kind="pair")
+    # an open pair (too few and too spread to decide) is named by its key for the second look
+    spread = pair_records([0.3, -0.25, 0.05], env="tf2.10")
+    opened = duets.open_rows(recs + spread)
+    assert ["tf2.10", cell_id(dict(CELL, api="fit")) + PAIR_SEP + cell_id(CELL)] in opened
+    rounds = duet_rounds(table, recs)
+    assert set(rounds["rows"]) <= {1}  # the headline's one row, no pair joined it
+
+
+def test_a_pairs_table_reads_back_with_its_types(tmp_path):
+    """The pairs table written as CSV and read as the report reads it (bundle.read_table): the
+    `table` column stays text, the figures stay numbers."""
+    from driver.tables import bundle
+
+    table = duets.duets_table(pair_records([0.20, 0.22, 0.21]), kind="pairs")
+    path = tmp_path / "pairs.csv"
+    table.to_csv(path, index=False)
+    back = bundle.read_table(path)
+    assert back["table"].tolist() == ["fit_vs_train_on_batch"]
+    assert back["ratio"].iloc[0] == pytest.approx(math.exp(0.21))

@@ -219,3 +219,30 @@ def test_the_process_that_used_the_cpu_is_named_and_excluded_groups_are_not():
         child.kill()
         child.wait()
     assert machine.top_consumers(None, after) is None
+
+
+@pytest.mark.skipif(not _proc_is_ours(), reason="no /proc of this pid namespace")
+def test_a_process_that_renames_itself_is_charged_only_what_it_used_between():
+    """A kernel worker's command changes with the work it serves: a child that spins half a
+    second, then (after the first snapshot) renames itself and idles must be charged about
+    nothing, not its whole life (the pid and its start time say it is the same process)."""
+    code = ("import sys, time\nend = time.time() + 0.5\nwhile time.time() < end: pass\n"
+            "print('spun', flush=True)\nsys.stdin.readline()\n"
+            "open('/proc/self/comm', 'w').write('renamed-worker')\n"
+            "print('renamed', flush=True)\nsys.stdin.read()\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert child.stdout.readline().strip() == b"spun"
+        before = machine.process_cpu()
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == b"renamed"
+        after = machine.process_cpu()
+        assert after[child.pid][1] == "renamed-worker" != before[child.pid][1]
+        top = machine.top_consumers(before, after, n=500)
+        mine = [t["cpu_s"] for t in top if t["pid"] == child.pid]
+        assert not mine or mine[0] < 0.2, top
+    finally:
+        child.kill()
+        child.wait()

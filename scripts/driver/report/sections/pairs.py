@@ -8,7 +8,7 @@ import math
 
 from driver.report.fmt import cell, ncol, num, records, text
 from driver.stats import verdicts
-from driver.tables.registry import REGISTRY
+from driver.tables.registry import BY_NAME as REGISTRY
 
 ID, TITLE, ORDER = "pairs", "Pairs in one process", 41
 
