@@ -20,7 +20,9 @@ from driver.tables.registry import NAMES as TABLES  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
 # a cell's id (tfspeed/cells.py: cell_id) as a wildcard's pattern
-CELL_RE = r"[A-Za-z0-9_-]+-[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[a-z_]+\.[a-z_]+\.[a-z]+\.[a-z]+"
+CELL_RE = (
+    r"[A-Za-z0-9_-]+-[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[a-z_]+\.[a-z_]+\.[a-z]+\.[a-z]+"
+)
 # With --sdm conda, cells run in Snakemake's conda envs made from the same files; else in our venvs.
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 try:
@@ -155,5 +157,5 @@ wildcard_constraints:
     machine=r"[A-Za-z0-9_.-]+",
     env="|".join(re.escape(e) for e in sorted(PLAN.env_specs)),
     # a cell's id; a pair in one process (duetplan.PAIR_SEP) joins two
-    cell=CELL_RE + "(~" + CELL_RE + ")?",
+    cell=f"{CELL_RE}(~{CELL_RE})?",
     rep=r"\d+",
