@@ -2,9 +2,9 @@
 Snakemake's dry run of the same study lists (the counts below are `snakemake -n` in an empty
 directory, recorded when the plan left rules/common.smk; docs/reference/presets.md shows them)."""
 import copy
-import re
 import functools
 import json
+import re
 import shutil
 from pathlib import Path
 
