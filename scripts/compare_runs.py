@@ -198,6 +198,7 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
         "duets_calibration": duets_calibration(fa, fb, level, sims),
+        "pairs_calibration": duets_calibration(fa, fb, level, sims, table="pairs"),
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
         "cells_calibration_shift_kept": cell_raw,
@@ -230,12 +231,15 @@ def _machines(res: Results) -> dict:
         return {}
 
 
-def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS) -> dict:
+def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS,
+                      table: str = "duets") -> dict:
     """The headline's duets (duets.csv) across two runs: the check of the common shift and of
     the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
     sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
-    no process), kept as a figure; and each run's decided rows per mode."""
-    tabs = [_results(f).duets() for f in (fa, fb)]
+    no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
+    same for the pairs in one process (pairs.csv: rows share no process either)."""
+    tabs = [_results(f).table(table) if _results(f).has(table) else pd.DataFrame()
+            for f in (fa, fb)]
     decided = {}
     for name, tab in zip("ab", tabs):
         if tab.empty:
@@ -319,6 +323,10 @@ def checks_text(out: dict) -> list[str]:
     if duets.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, duets (the headline)",
                                              duets["check"])
+    pairs = out.get("pairs_calibration") or {}
+    if pairs.get("matched"):
+        lines += crossrun_judge.verdict_text("cross-run check, pairs in one process",
+                                             pairs["check"])
     cells = out["cells_calibration"]
     lines += crossrun_judge.verdict_text("cross-run check, cells (the run's shift taken out)",
                                          cells["check"])
@@ -384,6 +392,13 @@ def main(argv=None):
               f"{duets['tau']:.4f}")
     for mode, runs in sorted(duets["decided"].items()):
         print(f"  duets decided, {mode}: " + "; ".join(
+            f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
+    pairs = out["pairs_calibration"]
+    if pairs["matched"]:
+        print(f"  pairs: beyond their combined CIs {_rate_text(pairs['beyond'])}; tau "
+              f"{pairs['tau']:.4f}")
+    for mode, runs in sorted(pairs["decided"].items()):
+        print(f"  pairs decided, {mode}: " + "; ".join(
             f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
     for row in out["moved_cells"]:
         print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "

@@ -133,7 +133,8 @@ class StudyPlan:
     # ------------------------------------------------------------------------------ checks
 
     def _check_pairs(self):
-        """config `pairs`: its tables known, its envs in the study, before any job."""
+        """config `pairs`: its tables known, its envs named by env files, before any job (as a
+        grid's envs, those the study leaves out are left out of the pairs)."""
         settings = self.pair_settings
         for name in settings.get("tables") or []:
             if name not in duetplan.PAIR_TABLES:
@@ -142,10 +143,10 @@ class StudyPlan:
                                  duetplan.PAIR_TABLES))))
         envs = settings.get("envs", "all")
         if isinstance(envs, list):
-            unknown = [e for e in envs if e not in self.envs]
+            unknown = [e for e in envs if e not in self.env_specs]
             if unknown:
-                config_error("pairs.envs", "env %s is not in the study (envs: %s)" % (
-                    ", ".join(map(repr, unknown)), ", ".join(self.envs)))
+                config_error("pairs.envs", "unknown env %s; env files present: %s" % (
+                    ", ".join(map(repr, unknown)), ", ".join(sorted(self.env_specs))))
 
     def _study_envs(self):
         """The env names in the study, checked against the env files."""

@@ -139,3 +139,44 @@ def test_aa_duet_rows_feed_the_false_positive_figure(tmp_path):
     none = tables(tmp_path / "old" / "tables", ["left_faster"], [0.01])
     assert compare_runs.aa_duets([none])["n"] == 0
     assert "none in these runs" in compare_runs.aa_text({"n": 0})[0]
+
+
+def test_pairs_are_judged_across_runs_as_duets_are_and_a_planted_offset_fails(tmp_path):
+    """Two runs' pairs tables (kind `pair`): matched by env and pair key, judged by the same
+    check as duets at the real size of a pairs run (20 rows of 4 replicates), passing runs that
+    differ by chance and failing runs whose every row moved by twice its se (planted); a folder
+    without pairs gives no match."""
+    import numpy as _np
+
+    from driver.tables import bundle as _bundle
+    from driver.tables import duets as _duets
+
+    rng = _np.random.default_rng(13)
+    truth = rng.normal(0.0, 0.5, 20)
+    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
+            "api": "fit", "keras": "tf.keras", "mode": "graph"}
+
+    def run(folder, offset_sd):
+        recs = []
+        for i, t in enumerate(truth):
+            off = rng.normal(0, offset_sd)
+            for r, x in enumerate(rng.normal(t + off, 0.04, 4)):
+                recs.append({"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
+                             "kind": "pair", "cell": cell, "reference_env": f"tf2.{i}",
+                             "reference_cell": dict(cell, api="train_on_batch"),
+                             "design": {"together": True, "table": "fit_vs_train_on_batch"},
+                             "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01})
+        folder.mkdir()
+        _bundle.write_table(_duets.duets_table(recs, kind="pairs"), folder / "pairs.csv")
+        _bundle.write_table(_duets.duets_table(recs), folder / "duets.csv")
+        return folder
+
+    good = compare_runs.duets_calibration(run(tmp_path / "a", 0), run(tmp_path / "b", 0),
+                                          table="pairs")
+    assert good["matched"] == 20 and good["ok"], good["check"]
+    assert good["decided"]["graph"]["a"]["rows"] == 20
+    planted = 0.04 / 2 * 2  # each row moved by 2 of its se (0.04 / sqrt(4)), per run
+    bad = compare_runs.duets_calibration(run(tmp_path / "c", planted), run(tmp_path / "d", planted),
+                                         table="pairs")
+    assert not bad["ok"]
+    assert compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b")["matched"] == 0
