@@ -386,20 +386,15 @@ def main(argv=None):
                   f"{r['high']:.1%} (95 %, {r['draws']} draws; counting absorbs a move of "
                   f"the shared cells)")
         print(f"    run B inside run A's prediction interval: {_rate_text(cal['pi_coverage'])}")
-    duets = out["duets_calibration"]
-    if duets["matched"]:
-        print(f"  duets: beyond their combined CIs {_rate_text(duets['beyond'])}; tau "
-              f"{duets['tau']:.4f}")
-    for mode, runs in sorted(duets["decided"].items()):
-        print(f"  duets decided, {mode}: " + "; ".join(
-            f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
-    pairs = out["pairs_calibration"]
-    if pairs["matched"]:
-        print(f"  pairs: beyond their combined CIs {_rate_text(pairs['beyond'])}; tau "
-              f"{pairs['tau']:.4f}")
-    for mode, runs in sorted(pairs["decided"].items()):
-        print(f"  pairs decided, {mode}: " + "; ".join(
-            f"run {k.upper()} {v['decided']} of {v['rows']}" for k, v in sorted(runs.items())))
+    for name in ("duets", "pairs"):  # the headline's duets, the pairs in one process
+        cal = out[f"{name}_calibration"]
+        if cal["matched"]:
+            print(f"  {name}: beyond their combined CIs {_rate_text(cal['beyond'])}; tau "
+                  f"{cal['tau']:.4f}")
+        for mode, runs in sorted(cal["decided"].items()):
+            print(f"  {name} decided, {mode}: " + "; ".join(
+                f"run {k.upper()} {v['decided']} of {v['rows']}"
+                for k, v in sorted(runs.items())))
     for row in out["moved_cells"]:
         print(f"  {row['env']} {row['cell_id']}: {row['median_s_a'] * 1e3:.2f} ms -> "
               f"{row['median_s_b'] * 1e3:.2f} ms (t {row['t']:.2f})")

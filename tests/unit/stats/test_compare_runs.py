@@ -51,6 +51,32 @@ def test_a_folder_without_tables_is_named(tmp_path):
     assert run.returncode == 2 and str(tmp_path) in run.stderr
 
 
+def _duet_run(folder, truth, rng, offset_sd, n, sd, pairs=False):
+    """A results folder whose duets (or, pairs=True, pairs in one process) hold one row per
+    true log ratio, each with n replicates of sd around it plus a per-run offset of offset_sd."""
+    from driver.tables import bundle
+    from driver.tables import duets as duet_tables
+
+    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
+            "api": "fit" if pairs else "train_on_batch", "keras": "tf.keras", "mode": "graph"}
+    recs = []
+    for i, t in enumerate(truth):
+        off = rng.normal(0, offset_sd)
+        for r, x in enumerate(rng.normal(t + off, sd, n)):
+            rec = {"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
+                   "cell": cell, "reference_env": "tf1.14", "reference_cell": cell,
+                   "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01}
+            if pairs:
+                rec.update(kind="pair", reference_env=f"tf2.{i}",
+                           reference_cell=dict(cell, api="train_on_batch"),
+                           design={"together": True, "table": "fit_vs_train_on_batch"})
+            recs.append(rec)
+    folder.mkdir()
+    bundle.write_table(duet_tables.duets_table(recs, kind="pairs"), folder / "pairs.csv")
+    bundle.write_table(duet_tables.duets_table(recs), folder / "duets.csv")
+    return folder
+
+
 def test_duets_are_judged_on_their_own_with_the_plain_binomial_ci(tmp_path):
     """Two runs' duets tables: matched by env and cell, the beyond-CI share with its binomial CI
     (rows share no process), and each run's decided rows per mode; a run level shift of the
@@ -59,25 +85,11 @@ def test_duets_are_judged_on_their_own_with_the_plain_binomial_ci(tmp_path):
 
     import numpy as _np
 
-    from driver.tables import bundle as _bundle
-    from driver.tables import duets as _duets
-
     rng = _np.random.default_rng(11)
     truth = rng.normal(0.0, 0.15, 40)
-    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
-            "api": "train_on_batch", "keras": "tf.keras", "mode": "graph"}
 
     def run(folder, offset_sd):
-        recs = []
-        for i, t in enumerate(truth):
-            off = rng.normal(0, offset_sd)
-            for r, x in enumerate(rng.normal(t + off, 0.05, 6)):
-                recs.append({"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
-                             "cell": cell, "reference_env": "tf1.14", "reference_cell": cell,
-                             "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01})
-        folder.mkdir()
-        _bundle.write_table(_duets.duets_table(recs), folder / "duets.csv")
-        return folder
+        return _duet_run(folder, truth, rng, offset_sd, 6, 0.05)
 
     good = compare_runs.duets_calibration(run(tmp_path / "a", 0), run(tmp_path / "b", 0))
     assert good["matched"] == 40 and good["ok"]
@@ -145,31 +157,14 @@ def test_pairs_are_judged_across_runs_as_duets_are_and_a_planted_offset_fails(tm
     """Two runs' pairs tables (kind `pair`): matched by env and pair key, judged by the same
     check as duets at the real size of a pairs run (20 rows of 4 replicates), passing runs that
     differ by chance and failing runs whose every row moved by twice its se (planted); a folder
-    without pairs gives no match."""
+    without duets gives no match."""
     import numpy as _np
-
-    from driver.tables import bundle as _bundle
-    from driver.tables import duets as _duets
 
     rng = _np.random.default_rng(13)
     truth = rng.normal(0.0, 0.5, 20)
-    cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
-            "api": "fit", "keras": "tf.keras", "mode": "graph"}
 
     def run(folder, offset_sd):
-        recs = []
-        for i, t in enumerate(truth):
-            off = rng.normal(0, offset_sd)
-            for r, x in enumerate(rng.normal(t + off, 0.04, 4)):
-                recs.append({"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
-                             "kind": "pair", "cell": cell, "reference_env": f"tf2.{i}",
-                             "reference_cell": dict(cell, api="train_on_batch"),
-                             "design": {"together": True, "table": "fit_vs_train_on_batch"},
-                             "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01})
-        folder.mkdir()
-        _bundle.write_table(_duets.duets_table(recs, kind="pairs"), folder / "pairs.csv")
-        _bundle.write_table(_duets.duets_table(recs), folder / "duets.csv")
-        return folder
+        return _duet_run(folder, truth, rng, offset_sd, 4, 0.04, pairs=True)
 
     good = compare_runs.duets_calibration(run(tmp_path / "a", 0), run(tmp_path / "b", 0),
                                           table="pairs")
