@@ -65,16 +65,11 @@ def figures(results) -> dict:
                 "ratio" not in table.columns:
             continue
         for machine, part in per_machine(table):
-            ratio = pd.to_numeric(part["ratio"], errors="coerce")
-            codes = _codes(part)
-            big = (ratio >= 1.1) | (ratio <= 1 / 1.1)
-            near = (ratio >= 1 / 1.05) & (ratio <= 1.05)
-            m = out.setdefault(machine, {})
-            acc = m.setdefault("cells", {"effect_10": [0, 0], "within_5": [0, 0]})
-            acc["effect_10"][0] += int(codes[big].isin(DECIDED).sum())
-            acc["effect_10"][1] += int(big.sum())
-            acc["within_5"][0] += int((codes[near] == verdicts.EQUIVALENT).sum())
-            acc["within_5"][1] += int(near.sum())
+            acc = out.setdefault(machine, {}).setdefault(
+                "cells", {"effect_10": [0, 0], "within_5": [0, 0]})
+            for key, (k, n) in zip(("effect_10", "within_5"), effect_shares(part)):
+                acc[key][0] += k
+                acc[key][1] += n
     for m in out.values():
         if "cells" in m:
             m["cells"] = {k: share(*v) for k, v in m["cells"].items()}

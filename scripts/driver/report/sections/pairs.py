@@ -7,7 +7,9 @@ without pairs (config `pairs.tables: []`) shows a line saying so."""
 import math
 
 from driver.report.fmt import cell, ncol, num, records, text
+from driver.report.sections.duets import _pct as _x
 from driver.stats import verdicts
+from driver.study.duetplan import PAIR_TABLES
 from driver.tables.registry import BY_NAME as REGISTRY
 
 ID, TITLE, ORDER = "pairs", "Pairs in one process", 41
@@ -15,13 +17,6 @@ ID, TITLE, ORDER = "pairs", "Pairs in one process", 41
 COLUMNS = (("env", False), ("mode", False), ("Keras", False), ("other axes", False),
            ("left / right", True), ("tested interval", True), ("equivalence interval", True),
            ("verdict", False), ("pairs", True))
-# the axis a table's two sides differ in, and what the rest of a row shows
-OTHER_AXIS = {"fit_vs_train_on_batch": "input", "numpy_vs_tfdata": "api"}
-
-
-def _x(v: float) -> str:
-    return "" if not math.isfinite(v) else f"{v:.2f}x"
-
 
 def summary(rows) -> dict:
     """{"n", "faster", "slower", "equivalent", "undecided"} over rows (dicts with `verdict`)."""
@@ -41,7 +36,8 @@ def sentence(name: str, counts: dict) -> str:
 
 
 def table_rows(rows, name: str, table_id: str) -> dict:
-    other = OTHER_AXIS.get(name, "input")
+    # the pair's sides differ in the table's axis; the row names the other of api and input
+    other = "input" if PAIR_TABLES[name][0] == "api" else "api"
     out = []
     for r in rows:
         verdict = text(r.get("verdict"))
@@ -71,9 +67,6 @@ def build(data) -> dict:
                     "rows": table_rows(rows, name, f"pairs-{name}")})
     aa = data.table("pairs_aa")
     aa_counts = summary(records(aa))
-    levels = ncol(pairs, "ci_level").dropna()
     return {"tables": out, "aa": aa_counts,
             "aa_different": aa_counts["faster"] + aa_counts["slower"],
-            "replicates": int(ncol(pairs, "n").max()),
-            "ci_level": float(levels.min()) if len(levels) else math.nan,
-            "min_effect": data.min_effect}
+            "replicates": int(ncol(pairs, "n").max()), "min_effect": data.min_effect}
