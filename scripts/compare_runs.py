@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -262,10 +261,12 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
             "check": check, "ok": bool(check["ok"]), "decided": decided}
 
 
-def duets_pooled(folders) -> dict:
+def duets_pooled(folders, table: str = "duets") -> dict:
     """The duets of three or more runs: their run offsets tested together, with tau and its CI
-    (driver/stats/crossrun.py: pooled_shift); rows matched by env and cell over all runs."""
-    tabs = [_results(f).duets() for f in folders]
+    (driver/stats/crossrun.py: pooled_shift); rows matched by env and cell over all runs.
+    table="pairs": the same for the pairs in one process."""
+    results = [_results(f) for f in folders]
+    tabs = [r.table(table) if r.has(table) else pd.DataFrame() for r in results]
     if len(tabs) < 3 or any(t.empty for t in tabs):
         return {"runs": len(tabs)}
     keys = ["env", "cell_id"]
@@ -274,45 +275,49 @@ def duets_pooled(folders) -> dict:
         both = both.merge(tab[keys + ["log_ratio", "se_log"]], on=keys, suffixes=("", f"_{i}"))
     est = both[[c for c in both.columns if c.startswith("log_ratio")]].to_numpy(float)
     se = both[[c for c in both.columns if c.startswith("se_log")]].to_numpy(float)
-    return crossrun_judge.pooled(est, se)
+    return dict(crossrun_judge.pooled(est, se), table=table)
 
 
-def aa_duets(folders, q: float = 0.05) -> dict:
-    """The A/A duet rows (duets_aa.csv: the reference against itself) of every run given: how
-    many the duets' procedure called different (false positives, with their binomial CI against
-    the rows' nominal rate q), and the order bias (the mean log ratio over them, with its t
-    interval). Runs made before A/A rows have none: counted as such."""
+AA_TABLES = {"duets_aa": ("A/A duet rows", "duets.aa", "order bias, second-timed side / first"),
+             "pairs_aa": ("A/A pairs", "pairs.aa", "lean, left side / right")}
+
+
+def aa_rows(folders, q: float = 0.05, table: str = "duets_aa") -> dict:
+    """The A/A rows (duets_aa.csv: the reference against itself in duets; pairs_aa.csv: a cell
+    against itself in one process) of every run given: how many the procedure called different
+    (false positives, with their binomial CI against the rows' nominal rate q; too many fail),
+    and the bias (calibration.lean: the rows pooled by inverse variance, with a t interval; an
+    interval that leaves 0 out fails: both sides run the same code, and for pairs the side
+    labels are not tied to the build order). Runs made before A/A rows have none: counted as such."""
     tabs = []
     for f in folders:
         res = _results(f)
-        if res.has("duets_aa"):
-            tab = res.table("duets_aa")
+        if res.has(table):
+            tab = res.table(table)
             tabs.append(tab[tab["n"] >= 2])
     rows = pd.concat(tabs, ignore_index=True) if tabs else pd.DataFrame()
     if rows.empty:
-        return {"runs": len(tabs), "n": 0}
+        return {"runs": len(tabs), "n": 0, "table": table}
     codes = [verdicts.norm_code(v) for v in rows["verdict"]]
     k = sum(c in verdicts.DECIDED for c in codes)
     rate = calibration.rate(k, len(rows), q)
     rate["ok"] = bool(rate["ci_low"] <= q)  # too many false positives fail; fewer do not
-    x = rows["log_ratio"].to_numpy(float)
-    bias = {"mean": float(np.mean(x)), "n": int(x.size)}
-    if x.size >= 2:
-        ci = sps.ttest_1samp(x, 0.0).confidence_interval(0.95)
-        bias.update(low=float(ci.low), high=float(ci.high))
-    return {"runs": len(tabs), "n": int(len(rows)), "different": rate,
+    bias = calibration.lean(rows["log_ratio"], rows.get("se_log"), rows.get("n"))
+    return {"runs": len(tabs), "n": int(len(rows)), "different": rate, "table": table,
             "equivalent": sum(c == verdicts.EQUIVALENT for c in codes), "bias": bias}
 
 
 def aa_text(aa: dict) -> list[str]:
+    what, key, bias_name = AA_TABLES[aa.get("table", "duets_aa")]
     if not aa.get("n"):
-        return ["A/A duet rows: none in these runs (made before duets.aa)"]
+        return [f"{what}: none in these runs (made before {key}, or without it)"]
     b = aa["bias"]
-    interval = (f" (95 % CI {math.exp(b['low']):.3f}-{math.exp(b['high']):.3f})"
+    interval = (f" (95 % CI {math.exp(b['low']):.3f}-{math.exp(b['high']):.3f}"
+                f"{'' if b['ok'] else ': BIASED, the interval leaves 1 out'})"
                 if "low" in b else "")
-    return [f"A/A duet rows over {aa['runs']} run(s): called different (false positives) "
+    return [f"{what} over {aa['runs']} run(s): called different (false positives) "
             f"{_rate_text(aa['different'])}; equivalent {aa['equivalent']} of {aa['n']}; "
-            f"order bias, second-timed side / first: {math.exp(b['mean']):.3f}{interval}"]
+            f"{bias_name}: {math.exp(b['mean']):.3f}{interval}"]
 
 
 def checks_text(out: dict) -> list[str]:
@@ -337,8 +342,11 @@ def checks_text(out: dict) -> list[str]:
     lines += crossrun_judge.verdict_text("cross-run check, comparisons (shared cells)",
                                          out["comparisons_calibration"]["check"])
     lines += crossrun_judge.pooled_text(out.get("duets_pooled", {}))
+    lines += crossrun_judge.pooled_text(out.get("pairs_pooled", {}), "pairs in one process")
     if "aa_duets" in out:
         lines += aa_text(out["aa_duets"])
+    if out.get("aa_pairs", {}).get("n"):  # pairs are a stage few runs have: said where they are
+        lines += aa_text(out["aa_pairs"])
     return lines
 
 
@@ -363,12 +371,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         out = compare_runs(args.a, args.b)
-        pooled = duets_pooled([args.a, args.b, *args.more]) if args.more else {"runs": 2}
+        runs = [args.a, args.b, *args.more]
+        pooled = {t: duets_pooled(runs, t) if args.more else {"runs": 2}
+                  for t in ("duets", "pairs")}
     except (FileNotFoundError, ValueError) as exc:
         print(f"compare-runs: {exc}", file=sys.stderr)
         return 2
-    out["duets_pooled"] = pooled
-    out["aa_duets"] = aa_duets([args.a, args.b, *args.more])
+    out["duets_pooled"], out["pairs_pooled"] = pooled["duets"], pooled["pairs"]
+    out["aa_duets"] = aa_rows(runs, table="duets_aa")
+    out["aa_pairs"] = aa_rows(runs, table="pairs_aa")
     for line in checks_text(out):
         print(line)
     print("figures beside the checks (they decide nothing):")

@@ -68,6 +68,40 @@ def aa_figures(p: Sequence[float], ci_low: Sequence[float], ci_high: Sequence[fl
             "ks_ok": bool(ks and ks.pvalue > 0.05)}
 
 
+def lean(log_ratio, se_log=None, n=None, level: float = 0.95) -> dict:
+    """The A/A rows' bias: where both sides of a row run the same code, their log ratios should
+    centre on 0. With each row's se and replicate count, every replicate weighs the same (each
+    row by its count: the mean over all A/A replicates), its variance sum(n_i^2 se_i^2) /
+    sum(n_i)^2 from the rows' own spreads (unbiased, whatever each row's spread) and a t
+    interval on Satterthwaite's degrees of freedom; weighting by the inverse of estimated
+    variances would make the interval too narrow (tests/unit/stats/test_calibration.py shows
+    it). Without them, a t interval over the rows' log ratios. Returns {"mean", "n" (rows),
+    "low", "high", "se", "df", "ok"} in log; ok when the interval holds 0 (a method that leans
+    by more than the interval fails it). Fewer than 2 usable rows: no interval, ok."""
+    x = np.asarray(log_ratio, float)
+    keep = np.isfinite(x)
+    pooled = se_log is not None and n is not None
+    if pooled:
+        se, k = np.asarray(se_log, float), np.asarray(n, float)
+        keep &= np.isfinite(se) & (se > 0) & np.isfinite(k) & (k >= 2)
+        pooled = bool(keep.sum() >= 2)
+    x = x[keep]
+    out = {"mean": float(np.mean(x)) if x.size else math.nan, "n": int(x.size), "ok": True}
+    if x.size < 2:
+        return out
+    if pooled:
+        k, se = k[keep], se[keep]
+        part = (k * se) ** 2 / k.sum() ** 2  # each row's share of the mean's variance
+        mean, se_mean = float(np.sum(k * x) / k.sum()), float(math.sqrt(part.sum()))
+        dof = float(part.sum() ** 2 / np.sum(part ** 2 / (k - 1)))
+    else:
+        mean, se_mean, dof = float(np.mean(x)), float(np.std(x, ddof=1) / math.sqrt(x.size)), \
+            float(x.size - 1)
+    half = moderated.t_quantile(0.5 + level / 2, dof) * se_mean
+    return dict(out, mean=mean, se=se_mean, df=dof, low=mean - half, high=mean + half,
+                ok=bool(mean - half <= 0.0 <= mean + half))
+
+
 def centred_pairs(pairs: pd.DataFrame, level: float = 0.95) -> tuple[pd.DataFrame, float]:
     """A/A pairs (rows with ratio, se_log, df, n_left, n_right) with the shift common to all of
     them taken out first (the median log ratio), their CI and p-value recomputed on what is left:

@@ -82,12 +82,12 @@ def verdict_text(name: str, out: dict) -> list[str]:
     return lines
 
 
-def pooled_text(out: dict) -> list[str]:
+def pooled_text(out: dict, what: str = "duets") -> list[str]:
     if out.get("runs", 0) < 3:
         return []
     lo, hi = out["tau_ci"]
     offs = ", ".join(f"{x:.4f}" for x in out["offsets"])
-    return [f"duets pooled over {out['runs']} runs ({out['rows']} rows in all): run offsets "
+    return [f"{what} pooled over {out['runs']} runs ({out['rows']} rows in all): run offsets "
             f"{offs}; tested together p {out['p']:.2g} (chi-square, {out['df']} df); run-level "
             f"sd tau {out['tau']:.4f} (95 % CI {lo:.4f}-{hi:.4f})",
             f"  power of that test at these sizes (one offset per run, shared by all rows): "

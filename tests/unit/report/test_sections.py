@@ -150,7 +150,7 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
     import numpy as np
     import pandas as pd
 
-    from driver.stats import verdicts
+    from driver.stats import calibration, verdicts
     from driver.study.duetplan import PAIR_SEP
     from driver.tables import duets
 
@@ -166,8 +166,8 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
                              "replicates": 4, "together": True, "table": "fit_vs_train_on_batch"},
                          "log_ratio": float(x), "left_median_s": 0.007 * math.exp(x),
                          "right_median_s": 0.007, "wall_s": 5.0, "reason": ""})
-    aa = [dict(r, reference_cell=cell, env="tf1.14", reference_env="tf1.14",
-               design={"replicates": 4, "together": True}) for r in recs[:4]]
+    aa = [dict(r, reference_cell=cell, reference_env=r["env"],
+               design={"replicates": 4, "together": True}) for r in recs[:8]]  # two A/A rows
     tabs = {name: duets.duets_table(recs + aa, kind=name) for name in ("pairs", "pairs_aa")}
     assert PAIR_SEP in tabs["pairs"]["cell_id"].iloc[0]
     ctx = render.build_context(pd.DataFrame(), tabs, {}, {}, "m", {})
@@ -185,6 +185,10 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
     aa_codes = [verdicts.norm_code(v) for v in tabs["pairs_aa"]["verdict"]]
     called = sum(c in verdicts.DECIDED for c in aa_codes)
     assert re.search(rf"{called} of the {len(aa_codes)} A/A rows", part)
+    aa_tab = tabs["pairs_aa"]
+    lean = calibration.lean(aa_tab["log_ratio"], aa_tab["se_log"], aa_tab["n"])
+    assert f"pooled over the {len(aa_tab)} rows: {math.exp(lean['mean']):.3f}" in part
+    assert ("leaves 1 out" in part) == (not lean["ok"])
     assert part.count("<tr>") == 1 + 3  # header and the three rows
     empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
                                TEMPLATE)

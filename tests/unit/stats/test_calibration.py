@@ -255,3 +255,43 @@ def test_the_shared_cells_range_fails_cis_wrong_either_way(factor):
     runs = [clustered_runs(rng, factor) for _ in range(20)]
     fails = sum(not (s["low"] <= b["rate"] <= s["high"]) for b, s in runs)
     assert fails >= 15
+
+
+def test_lean_pools_every_replicate_alike_holds_its_level_and_fails_a_planted_lean():
+    """calibration.lean: with equal counts its mean is the rows' mean and its se Welch's over the
+    rows' se (scipy's Welch t test of two rows against each other has the same df); over
+    simulated A/A sets of unequal spreads and counts its interval holds 0 at about the nominal
+    rate, where weighting by estimated inverse variances (statsmodels' fixed effect, planted
+    here) is too narrow; a lean of 2 % in every row leaves 0 out in most sets; without se and n
+    it is a t interval over the rows (scipy's)."""
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0, 0.05, 8), rng.normal(0.01, 0.02, 8)
+    se = np.array([a.std(ddof=1), b.std(ddof=1)]) / math.sqrt(8)
+    got = calibration.lean([a.mean(), b.mean()], se, [8, 8])
+    assert got["mean"] == pytest.approx((a.mean() + b.mean()) / 2)
+    assert got["se"] == pytest.approx(math.sqrt(se @ se) / 2)
+    welch = sps.ttest_ind(a, b, equal_var=False)
+    assert got["df"] == pytest.approx(float(welch.df))
+    x = rng.normal(0, 0.02, 6)
+    plain = calibration.lean(x)
+    ci = sps.ttest_1samp(x, 0.0).confidence_interval(0.95)
+    assert (plain["low"], plain["high"]) == pytest.approx((ci.low, ci.high))
+
+    def sets(lean, k=400):
+        holds = fixed = 0
+        for _ in range(k):
+            sds, ns = np.array([0.06, 0.02, 0.05, 0.03]), np.array([8, 4, 6, 4])
+            reps = [rng.normal(lean, s, m) for s, m in zip(sds, ns)]
+            x = np.array([r.mean() for r in reps])
+            se = np.array([r.std(ddof=1) / math.sqrt(len(r)) for r in reps])
+            holds += calibration.lean(x, se, ns)["ok"]
+            fe = combine_effects(x, se ** 2, use_t=False)
+            fixed += abs(fe.mean_effect_fe) <= 1.96 * fe.sd_eff_w_fe
+        return holds / k, fixed / k
+
+    calm, calm_fixed = sets(0.0)
+    assert 0.92 <= calm <= 0.98 and calm_fixed < 0.92
+    assert sets(0.03)[0] <= 0.25
+    assert calibration.lean([0.01])["ok"] and "low" not in calibration.lean([0.01])

@@ -140,16 +140,16 @@ def test_aa_duet_rows_feed_the_false_positive_figure(tmp_path):
 
     quiet = [aa(tmp_path / f"q{i}" / "tables", ["equivalent", "equivalent"], [0.01, -0.004])
              for i in range(3)]
-    out = compare_runs.aa_duets(quiet)
+    out = compare_runs.aa_rows(quiet)
     assert out["n"] == 6 and out["different"]["k"] == 0 and out["different"]["ok"]
     assert out["equivalent"] == 6 and out["bias"]["low"] < out["bias"]["mean"] < out["bias"]["high"]
     loud = [aa(tmp_path / f"l{i}" / "tables", ["right_faster", "left_faster"], [0.2, -0.2])
             for i in range(3)]
-    bad = compare_runs.aa_duets(loud)
+    bad = compare_runs.aa_rows(loud)
     assert bad["different"]["k"] == 6 and not bad["different"]["ok"]
     assert "MISCALIBRATED" in compare_runs.aa_text(bad)[0]
     none = tables(tmp_path / "old" / "tables", ["left_faster"], [0.01])
-    assert compare_runs.aa_duets([none])["n"] == 0
+    assert compare_runs.aa_rows([none])["n"] == 0
     assert "none in these runs" in compare_runs.aa_text({"n": 0})[0]
 
 
@@ -175,3 +175,58 @@ def test_pairs_are_judged_across_runs_as_duets_are_and_a_planted_offset_fails(tm
                                          table="pairs")
     assert not bad["ok"]
     assert compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b")["matched"] == 0
+
+
+def test_aa_pairs_judge_their_lean_and_a_planted_lean_fails(tmp_path):
+    """pairs_aa.csv of every run given: the lean (left over right) over the A/A pairs with its
+    t interval; rows scattered about 1 pass, rows that all lean 3 % one way (planted) leave 1
+    out of the interval and are said BIASED; the false-positive count is the duets' figure."""
+    import numpy as _np
+
+    rng = _np.random.default_rng(5)
+
+    def aa(folder, lean):
+        folder.mkdir(parents=True)
+        pd.DataFrame([{"env": e, "cell_id": f"c~c.{m}", "mode": m, "n": 4,
+                       "verdict": "equivalent", "log_ratio": lean + rng.normal(0, 0.01)}
+                      for e in ("tf1.14", "tf2.21") for m in ("graph", "eager")]
+                     ).to_csv(folder / "pairs_aa.csv", index=False)
+        return folder
+
+    quiet = [aa(tmp_path / f"q{i}" / "tables", 0.0) for i in range(3)]
+    out = compare_runs.aa_rows(quiet, table="pairs_aa")
+    assert out["n"] == 12 and out["bias"]["ok"] and out["different"]["ok"]
+    assert "A/A pairs over 3 run(s)" in compare_runs.aa_text(out)[0]
+    assert "BIASED" not in compare_runs.aa_text(out)[0]
+    leaning = [aa(tmp_path / f"l{i}" / "tables", 0.03) for i in range(3)]
+    bad = compare_runs.aa_rows(leaning, table="pairs_aa")
+    assert not bad["bias"]["ok"] and bad["bias"]["low"] > 0
+    assert "BIASED" in compare_runs.aa_text(bad)[0]
+    # the duets' A/A rows are not the pairs': a folder with only pairs_aa has no A/A duets
+    assert compare_runs.aa_rows(leaning, table="duets_aa")["n"] == 0
+
+
+def test_three_runs_pool_the_pairs_offsets_as_the_duets(tmp_path):
+    """compare_runs.py A B C: the pairs' run offsets are tested together as the duets' are; a
+    run offset planted in every run (sd 4 times a row's se) is found, none is not."""
+    import numpy as _np
+
+    rng = _np.random.default_rng(17)
+    truth = rng.normal(0.0, 0.5, 20)
+
+    def runs(tag, offset):
+        out = []
+        for i in range(3):
+            shift = rng.normal(0, offset)
+            out.append(_duet_run(tmp_path / f"{tag}{i}", truth + shift, rng, 0, 4, 0.04,
+                                 pairs=True))
+        return out
+
+    calm = compare_runs.duets_pooled(runs("c", 0.0), "pairs")
+    assert calm["runs"] == 3 and calm["table"] == "pairs" and calm["p"] > 0.001
+    moved = compare_runs.duets_pooled(runs("m", 0.08), "pairs")
+    assert moved["p"] < 0.001 and moved["tau"] > calm["tau"]
+    assert compare_runs.duets_pooled(runs("d", 0.0)[:2], "pairs") == {"runs": 2}
+    line = " ".join(__import__("driver.stats.crossrun_judge", fromlist=["x"]).pooled_text(
+        moved, "pairs in one process"))
+    assert line.startswith("pairs in one process pooled over 3 runs")

@@ -1,14 +1,16 @@
 """Same-env comparisons timed as pairs in one process (config `pairs`): per comparison table,
 each pair's row of the pairs table (driver/tables/duets.py) with its ratio, tested interval,
 equivalence interval and verdict, and one sentence per table counting its verdicts; then the
-pairs' own check, the A/A rows (a cell against itself in one worker) and how many of them were
-called different. Every count is built here from the rows it covers (`summary`), once. A study
-without pairs (config `pairs.tables: []`) shows a line saying so."""
+pairs' own check, the A/A rows (a cell against itself in one worker), how many of them were
+called different, and their lean (left over right, pooled over them with its interval:
+calibration.lean, the figure compare-runs pools over runs). Every count is built here from the
+rows it covers (`summary`), once. A study without pairs (config `pairs.tables: []`) shows a line
+saying so."""
 import math
 
 from driver.report.fmt import cell, ncol, num, records, text
 from driver.report.sections.duets import _pct as _x
-from driver.stats import verdicts
+from driver.stats import calibration, verdicts
 from driver.study.duetplan import PAIR_TABLES
 from driver.tables.registry import BY_NAME as REGISTRY
 
@@ -33,6 +35,17 @@ def sentence(name: str, counts: dict) -> str:
     return (f"{counts['n']} rows: {left} faster in {counts['faster']}, slower in "
             f"{counts['slower']}, equivalent within the margin in {counts['equivalent']}, "
             f"undecided in {counts['undecided']} (left: {left}, right: {right}).")
+
+
+def lean_words(lean: dict) -> str:
+    """The A/A pairs' lean in words (calibration.lean's dict), or "" without an interval."""
+    if "low" not in lean:
+        return ""
+    low, mean, high = (math.exp(lean[k]) for k in ("low", "mean", "high"))
+    words = (f"their lean, left side over right, pooled over the {lean['n']} rows: "
+             f"{mean:.3f} (95 % CI {low:.3f}–{high:.3f})")
+    return words + ("" if lean["ok"] else ": the interval leaves 1 out, so the side labels "
+                    "lean in this run")
 
 
 def table_rows(rows, name: str, table_id: str) -> dict:
@@ -67,6 +80,8 @@ def build(data) -> dict:
                     "rows": table_rows(rows, name, f"pairs-{name}")})
     aa = data.table("pairs_aa")
     aa_counts = summary(records(aa))
-    return {"tables": out, "aa": aa_counts,
+    lean = calibration.lean(ncol(aa, "log_ratio"), ncol(aa, "se_log"), ncol(aa, "n")) \
+        if not aa.empty else {"n": 0}
+    return {"tables": out, "aa": aa_counts, "lean": lean_words(lean),
             "aa_different": aa_counts["faster"] + aa_counts["slower"],
             "replicates": int(ncol(pairs, "n").max()), "min_effect": data.min_effect}
