@@ -83,7 +83,7 @@ def verdict_text(name: str, out: dict) -> list[str]:
 
 
 def pooled_text(out: dict, what: str = "duets") -> list[str]:
-    if out.get("runs", 0) < 3:
+    if out.get("runs", 0) < 3 or "tau_ci" not in out:  # fewer runs, or runs without such rows
         return []
     lo, hi = out["tau_ci"]
     offs = ", ".join(f"{x:.4f}" for x in out["offsets"])

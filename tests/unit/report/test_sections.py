@@ -193,3 +193,14 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
     empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
                                TEMPLATE)
     assert "No pairs in this study" in empty
+    # without pairs, the cells' rows of a table pairs could time: how many they left open
+    cells_rows = pd.DataFrame({"verdict": ["undecided", "left_faster", "undecided", "equivalent"],
+                               "env": "tf2.21", "mode": "graph"})
+    ctx = render.build_context(pd.DataFrame(), {"fit_vs_train_on_batch": cells_rows}, {}, {},
+                               "m", {})
+    assert "pairs" not in ctx["errors"], ctx["errors"]
+    part = render.render_html(ctx, TEMPLATE)
+    part = part[part.index('<section id="pairs"'):]
+    open_rows = sum(verdicts.norm_code(v) == verdicts.UNDECIDED for v in cells_rows["verdict"])
+    assert f"the cells left undecided {open_rows} of the {len(cells_rows)} rows of fit" in part
+    assert "<code>pairs.tables</code>, as <code>presets/pairs.yaml</code>" in part

@@ -227,6 +227,12 @@ def test_three_runs_pool_the_pairs_offsets_as_the_duets(tmp_path):
     moved = compare_runs.duets_pooled(runs("m", 0.08), "pairs")
     assert moved["p"] < 0.001 and moved["tau"] > calm["tau"]
     assert compare_runs.duets_pooled(runs("d", 0.0)[:2], "pairs") == {"runs": 2}
+    # three runs without such rows (pairs-only runs have no duets): nothing pooled, nothing said
+    empty = [tmp_path / f"e{i}" for i in range(3)]
+    for folder in empty:
+        folder.mkdir()
+    judge = __import__("driver.stats.crossrun_judge", fromlist=["x"])
+    assert judge.pooled_text(compare_runs.duets_pooled(empty, "duets")) == []
     line = " ".join(__import__("driver.stats.crossrun_judge", fromlist=["x"]).pooled_text(
         moved, "pairs in one process"))
     assert line.startswith("pairs in one process pooled over 3 runs")

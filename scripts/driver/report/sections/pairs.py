@@ -4,8 +4,9 @@ equivalence interval and verdict, and one sentence per table counting its verdic
 pairs' own check, the A/A rows (a cell against itself in one worker), how many of them were
 called different, and their lean (left over right, pooled over them with its interval:
 calibration.lean, the figure compare-runs pools over runs). Every count is built here from the
-rows it covers (`summary`), once. A study without pairs (config `pairs.tables: []`) shows a line
-saying so."""
+rows it covers (`summary`), once. A study without pairs (config `pairs.tables: []`) says so, and
+how many rows of those tables its cells left undecided, with the config key that would time
+them as pairs."""
 import math
 
 from driver.report.fmt import cell, ncol, num, records, text
@@ -68,10 +69,23 @@ def table_rows(rows, name: str, table_id: str) -> dict:
             "rows": out}
 
 
+def cells_open(data) -> list[dict]:
+    """Without pairs: per comparison table that pairs can time, its cells' rows and how many of
+    them the cells left undecided (counted from the rows' verdicts)."""
+    out = []
+    for name in PAIR_TABLES:
+        tab = data.table(name)
+        if not tab.empty:
+            counts = summary(records(tab))
+            out.append({"name": name, "title": REGISTRY[name].title, "n": counts["n"],
+                        "undecided": counts["undecided"]})
+    return out
+
+
 def build(data) -> dict:
     pairs = data.table("pairs")
     if pairs.empty:
-        return {"tables": []}
+        return {"tables": [], "cells_open": cells_open(data)}
     out = []
     for name in sorted(set(pairs["table"].dropna())):
         rows = records(pairs[pairs["table"] == name])
