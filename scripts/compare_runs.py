@@ -236,7 +236,9 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
     sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
     no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
-    same for the pairs in one process (pairs.csv: rows share no process either)."""
+    same for the pairs in one process (pairs.csv: rows share no process either). same_verdict:
+    how many matched rows got the same verdict in both runs, and how many flipped (faster in
+    one, slower in the other)."""
     tabs = [_results(f).table(table) if _results(f).has(table) else pd.DataFrame()
             for f in (fa, fb)]
     decided = {}
@@ -257,8 +259,12 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
             both["se_log_b"], both["df_b"])
     out = calibration.cross_run(*cols, level)
     check = crossrun_judge.rows_check(*cols, centre=False, sims=sims)
+    codes = [(verdicts.norm_code(a), verdicts.norm_code(b))
+             for a, b in zip(both["verdict_a"], both["verdict_b"])]
+    same = {"k": sum(a == b for a, b in codes), "n": len(codes),
+            "flips": sum(a in DECIDED and b in DECIDED and a != b for a, b in codes)}
     return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
-            "check": check, "ok": bool(check["ok"]), "decided": decided}
+            "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same}
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:
@@ -400,8 +406,10 @@ def main(argv=None):
     for name in ("duets", "pairs"):  # the headline's duets, the pairs in one process
         cal = out[f"{name}_calibration"]
         if cal["matched"]:
+            same = cal["same_verdict"]
             print(f"  {name}: beyond their combined CIs {_rate_text(cal['beyond'])}; tau "
-                  f"{cal['tau']:.4f}")
+                  f"{cal['tau']:.4f}; the same verdict in both runs {same['k']} of {same['n']}, "
+                  f"flips {same['flips']}")
         for mode, runs in sorted(cal["decided"].items()):
             print(f"  {name} decided, {mode}: " + "; ".join(
                 f"run {k.upper()} {v['decided']} of {v['rows']}"

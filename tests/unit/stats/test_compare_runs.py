@@ -169,6 +169,9 @@ def test_pairs_are_judged_across_runs_as_duets_are_and_a_planted_offset_fails(tm
     good = compare_runs.duets_calibration(run(tmp_path / "a", 0), run(tmp_path / "b", 0),
                                           table="pairs")
     assert good["matched"] == 20 and good["ok"], good["check"]
+    va, vb = (pd.read_csv(tmp_path / x / "pairs.csv")["verdict"] for x in "ab")
+    assert good["same_verdict"] == {"k": int((va == vb).sum()), "n": 20, "flips": int(
+        sum(a != b and "faster" in a and "faster" in b for a, b in zip(va, vb)))}
     assert good["decided"]["graph"]["a"]["rows"] == 20
     planted = 0.04 / 2 * 2  # each row moved by 2 of its se (0.04 / sqrt(4)), per run
     bad = compare_runs.duets_calibration(run(tmp_path / "c", planted), run(tmp_path / "d", planted),
