@@ -168,6 +168,7 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
                          "right_median_s": 0.007, "wall_s": 5.0, "reason": ""})
     aa = [dict(r, reference_cell=cell, reference_env=r["env"],
                design={"replicates": 4, "together": True}) for r in recs[:8]]  # two A/A rows
+    recs.append(dict(recs[4], replicate=4, status="failed", reason="killed", log_ratio=None))
     tabs = {name: duets.duets_table(recs + aa, kind=name) for name in ("pairs", "pairs_aa")}
     assert PAIR_SEP in tabs["pairs"]["cell_id"].iloc[0]
     ctx = render.build_context(pd.DataFrame(), tabs, {}, {}, "m", {})
@@ -190,6 +191,8 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
     assert f"pooled over the {len(aa_tab)} rows: {math.exp(lean['mean']):.3f}" in part
     assert ("leaves 1 out" in part) == (not lean["ok"])
     assert part.count("<tr>") == 1 + 3  # header and the three rows
+    failed = tabs["pairs"].set_index("env").loc["tf2.9", "n_failed"]
+    assert failed == 1 and "4 (1 failed)" in part  # a row's count says what failed
     empty = render.render_html(render.build_context(pd.DataFrame(), {}, {}, {}, "m", {}),
                                TEMPLATE)
     assert "No pairs in this study" in empty

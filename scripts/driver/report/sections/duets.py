@@ -54,24 +54,36 @@ COLUMNS = (("TF version", False), ("Keras", False), ("TF 2 / TF 1", True),
            ("at most (all versions)", True), ("verdict", False), ("duets", True))
 
 
+def ratio_cells(r) -> list:
+    """A duet or pair row's ratio, tested interval and equivalence interval cells (the pairs
+    section lays them out the same way)."""
+    return [cell(_pct(num(r.get("ratio"))), v=num(r.get("ratio"))),
+            cell(f"{_pct(num(r.get('ratio_ci_low')))}–{_pct(num(r.get('ratio_ci_high')))}"),
+            cell(f"{_pct(num(r.get('tost_ci_low')))}–{_pct(num(r.get('tost_ci_high')))}")]
+
+
+def count_cell(r) -> dict:
+    """A row's replicates, with how many failed and how many ran beside a busy CPU."""
+    failed = int(num(r.get("n_failed"))) if math.isfinite(num(r.get("n_failed"))) else 0
+    flagged = int(num(r.get("n_flagged"))) if math.isfinite(num(r.get("n_flagged"))) else 0
+    notes = [f"{failed} failed"] * bool(failed) + [f"{flagged} beside a busy CPU"] * bool(flagged)
+    n = num(r.get("n"))
+    return cell((f"{int(n)}" if math.isfinite(n) else "")
+                + (f" ({', '.join(notes)})" if notes else ""))
+
+
 def table_rows(rows, table_id: str) -> dict:
     """The macro table's shape: {"id", "columns": [{"label", "num"}], "rows": [[cell]]}."""
     out = []
     for r in rows:
         verdict = text(r.get("verdict"))
-        failed = int(num(r.get("n_failed"))) if math.isfinite(num(r.get("n_failed"))) else 0
-        flagged = int(num(r.get("n_flagged"))) if math.isfinite(num(r.get("n_flagged"))) else 0
-        notes = [f"{failed} failed"] * bool(failed) + [f"{flagged} beside a busy CPU"] * bool(
-            flagged)
         out.append([
             cell(text(r.get("left_framework_version"))), cell(text(r.get("keras"))),
-            cell(_pct(num(r.get("ratio"))), v=num(r.get("ratio"))),
-            cell(f"{_pct(num(r.get('ratio_ci_low')))}–{_pct(num(r.get('ratio_ci_high')))}"),
-            cell(f"{_pct(num(r.get('tost_ci_low')))}–{_pct(num(r.get('tost_ci_high')))}"),
+            *ratio_cells(r),
             cell(_pct(num(r.get("simultaneous_high"))), v=num(r.get("simultaneous_high"))),
             cell(verdict_word(verdict, SUBJECT), cls=words(verdict).cls) if verdict in WORDS
             else cell(verdict),
-            cell(f"{int(num(r.get('n')))}" + (f" ({', '.join(notes)})" if notes else "")),
+            count_cell(r),
         ])
     return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
             "rows": out}

@@ -9,8 +9,8 @@ how many rows of those tables its cells left undecided, with the config key that
 them as pairs."""
 import math
 
-from driver.report.fmt import cell, ncol, num, records, text
-from driver.report.sections.duets import _pct as _x
+from driver.report.fmt import cell, ncol, records, text
+from driver.report.sections.duets import count_cell, ratio_cells
 from driver.stats import calibration, verdicts
 from driver.study.duetplan import PAIR_TABLES
 from driver.tables.registry import BY_NAME as REGISTRY
@@ -58,12 +58,10 @@ def table_rows(rows, name: str, table_id: str) -> dict:
         out.append([
             cell(text(r.get("env"))), cell(text(r.get("mode"))), cell(text(r.get("keras"))),
             cell(f"{other} {text(r.get(other))}"),
-            cell(_x(num(r.get("ratio"))), v=num(r.get("ratio"))),
-            cell(f"{_x(num(r.get('ratio_ci_low')))}–{_x(num(r.get('ratio_ci_high')))}"),
-            cell(f"{_x(num(r.get('tost_ci_low')))}–{_x(num(r.get('tost_ci_high')))}"),
+            *ratio_cells(r),
             cell(verdicts.verdict_word(verdict, REGISTRY[name].left),
                  cls=verdicts.words(verdict).cls),
-            cell(f"{int(num(r.get('n')))}" if math.isfinite(num(r.get("n"))) else ""),
+            count_cell(r),
         ])
     return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
             "rows": out}
