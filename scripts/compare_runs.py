@@ -292,9 +292,9 @@ def aa_rows(folders, q: float = 0.05, table: str = "duets_aa") -> dict:
     """The A/A rows (duets_aa.csv: the reference against itself in duets; pairs_aa.csv: a cell
     against itself in one process) of every run given: how many the procedure called different
     (false positives, with their binomial CI against the rows' nominal rate q; too many fail),
-    and the bias (calibration.lean: the rows pooled by inverse variance, with a t interval; an
-    interval that leaves 0 out fails: both sides run the same code, and for pairs the side
-    labels are not tied to the build order). Runs made before A/A rows have none: counted as such."""
+    and the bias (calibration.lean: the rows pooled with every replicate weighing alike, with a
+    t interval; an interval that leaves 0 out fails: both sides run the same code, and for pairs
+    the side labels are not tied to the build order). Runs made before A/A rows have none: counted as such."""
     tabs = []
     for f in folders:
         res = _results(f)

@@ -83,9 +83,10 @@ def lean(log_ratio, se_log=None, n=None, level: float = 0.95) -> dict:
     pooled = se_log is not None and n is not None
     if pooled:
         se, k = np.asarray(se_log, float), np.asarray(n, float)
-        keep &= np.isfinite(se) & (se > 0) & np.isfinite(k) & (k >= 2)
-        pooled = bool(keep.sum() >= 2)
-    x = x[keep]
+        usable = keep & np.isfinite(se) & (se > 0) & np.isfinite(k) & (k >= 2)
+        pooled = bool(usable.sum() >= 2)
+        if pooled:
+            keep = usable
     out = {"mean": float(np.mean(x)) if x.size else math.nan, "n": int(x.size), "ok": True}
     if x.size < 2:
         return out

@@ -295,3 +295,6 @@ def test_lean_pools_every_replicate_alike_holds_its_level_and_fails_a_planted_le
     assert 0.92 <= calm <= 0.98 and calm_fixed < 0.92
     assert sets(0.03)[0] <= 0.25
     assert calibration.lean([0.01])["ok"] and "low" not in calibration.lean([0.01])
+    # rows without a usable se (one replicate) fall back to the rows' own t interval
+    fallback = calibration.lean(x[:3], [0.01, float("nan"), 0.0], [4, 1, 4])
+    assert fallback["n"] == 3 and fallback["df"] == 2
