@@ -119,6 +119,14 @@ def _calibrate(both: pd.DataFrame, est_a, est_b, level: float, centre: bool) -> 
             "shift": out["shift"]}
 
 
+def agreement(va: pd.Series, vb: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Two runs' verdicts of the same rows (read through verdicts.norm_code): (agree, flipped),
+    flipped = a direction called in both runs, not the same one."""
+    a, b = va.map(verdicts.norm_code), vb.map(verdicts.norm_code)
+    agree = a == b
+    return agree, a.isin(DECIDED) & b.isin(DECIDED) & ~agree
+
+
 def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.10,
                  alpha_eq: float = 0.05, draws: int = 200,
                  sims: int = crossrun_judge.SIMS) -> dict:
@@ -128,8 +136,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
         res.cells()  # FileNotFoundError: not a results or tables folder
     ca, cb = load_comparisons(fa, level), load_comparisons(fb, level)
     both = ca.merge(cb, on=["table", "key"], suffixes=("_a", "_b"))
-    agree = both["verdict_a"] == both["verdict_b"]
-    flips = both[both["verdict_a"].isin(DECIDED) & both["verdict_b"].isin(DECIDED) & ~agree]
+    agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
+    flips = both[flipped]
     cells_a, cells_b = load_cells(fa), load_cells(fb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
@@ -259,10 +267,8 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
             both["se_log_b"], both["df_b"])
     out = calibration.cross_run(*cols, level)
     check = crossrun_judge.rows_check(*cols, centre=False, sims=sims)
-    codes = [(verdicts.norm_code(a), verdicts.norm_code(b))
-             for a, b in zip(both["verdict_a"], both["verdict_b"])]
-    same = {"k": sum(a == b for a, b in codes), "n": len(codes),
-            "flips": sum(a in DECIDED and b in DECIDED and a != b for a, b in codes)}
+    agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
+    same = {"k": int(agree.sum()), "n": int(len(agree)), "flips": int(flipped.sum())}
     return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
             "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same}
 

@@ -46,7 +46,7 @@ def lean_words(lean: dict) -> str:
     words = (f"their lean, left side over right, pooled over the {lean['n']} rows: "
              f"{mean:.3f} (95 % CI {low:.3f}–{high:.3f})")
     return words + ("" if lean["ok"] else ": the interval leaves 1 out, so the side labels "
-                    "lean in this run")
+                    "lean in these rows")
 
 
 def table_rows(rows, name: str, table_id: str) -> dict:
