@@ -1,12 +1,25 @@
 """`make measure-fork`: are forked cell processes as good as fresh ones, and how much cheaper?
 
-For each env (default TF 1.14, TF 2.21, PyTorch) and each of its first `--cells` training cells,
-runs `--n` fresh processes (a new interpreter of the env running scripts/run_cell.py, as the study
-does) and `--n` forked ones (children of one helper process of the env that has imported only the
-framework; each child builds, warms up and times the cell, exactly run_cell.run), alternating
-fresh and forked so that drift of the machine falls on both. Prints per cell the sd of the
-processes' log medians of each kind, the F-test ratio of their variances with its CI, and the wall
-time per process (the forked one's plus the helper's import spread over its children).
+A process that has imported the framework can fork children that build and time a cell, skipping
+the import. Two questions decide whether the study may use them: does a forked child draw the
+process's own state afresh (or inherit its parent's, so that its siblings are not independent
+replicates), and how much precision does a second of the machine buy either way?
+
+For each env (default TF 1.14, TF 2.21) and each chosen training cell, `--helpers` H helper
+processes of the env import only the framework and stay alive; in each of `--children` k rounds,
+every helper forks one child (which builds, warms up and times the cell, exactly run_cell.run) and
+as many fresh processes run (a new interpreter of the env running scripts/run_cell.py, as the
+study does), all in a seeded random order, so that a helper's children are spread over the probe
+and drift of the machine falls on every helper and on the fresh processes alike. Printed per cell
+and pooled over the cells:
+
+- the siblings' intraclass correlation (one-way random-effects ANOVA of the children's log medians
+  by helper; its exact F-based CI, the F test of "no helper effect" and that test's power at a
+  stated ICC at these sizes): a helper effect means siblings share a state, and the check says
+  SHARED when the F test rejects at 0.05;
+- the variance of a forked child's log median against a fresh process's (F-test CI);
+- seconds per process of each kind, and the precision per second of forking k children per helper
+  relative to fresh processes, counting the siblings' correlation.
 
 Times the machine: run it on a quiet machine only. The study's cells stay fresh processes; the
 figures decide whether they should not (docs/design.md).
@@ -76,6 +89,59 @@ def f_test(fork_logs, fresh_logs, level=0.95):
     return {"var_ratio": ratio, "ci_low": lo, "ci_high": hi, "p": min(1.0, p)}
 
 
+def anova_sums(groups):
+    """Sums of squares of a balanced one-way layout: rows are helpers, columns their children.
+    Returns (ssb, df_between, ssw, df_within, k)."""
+    y = np.asarray(groups, float)
+    if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
+        raise ValueError("sibling spread needs at least 2 helpers with at least 2 children each, "
+                         f"got shape {y.shape}")
+    h, k = y.shape
+    means = y.mean(axis=1)
+    ssb = float(k * ((means - y.mean()) ** 2).sum())
+    ssw = float(((y - means[:, None]) ** 2).sum())
+    return ssb, h - 1, ssw, h * (k - 1), k
+
+
+def siblings(sums, level=0.95, alpha=0.05, planted_icc=0.3):
+    """The siblings' intraclass correlation from one or more cells' `anova_sums` (pooled: the
+    sums and degrees of freedom add; every cell must have the same k). ICC = (MSB - MSW) /
+    (MSB + (k - 1) MSW), its exact CI from F = MSB / MSW (Searle), the F test of no helper effect
+    (p), and that test's power at `planted_icc` (F is (1 + k icc / (1 - icc)) times a central F
+    there). `shared` is the check: the F test rejects at `alpha`."""
+    ssb = sum(s[0] for s in sums)
+    d1 = sum(s[1] for s in sums)
+    ssw = sum(s[2] for s in sums)
+    d2 = sum(s[3] for s in sums)
+    ks = {s[4] for s in sums}
+    if len(ks) != 1:
+        raise ValueError(f"cells pooled for the siblings' ICC must share k, got {sorted(ks)}")
+    k = ks.pop()
+    msb, msw = ssb / d1, ssw / d2
+    f0 = msb / msw
+    lo_f = f0 / float(sps.f.ppf(0.5 + level / 2, d1, d2))
+    hi_f = f0 / float(sps.f.ppf(0.5 - level / 2, d1, d2))
+    crit = float(sps.f.ppf(1 - alpha, d1, d2))
+    stretch = 1 + k * planted_icc / (1 - planted_icc)
+    return {"k": k, "df_between": d1, "df_within": d2, "ms_between": msb, "ms_within": msw,
+            "var_between": max(0.0, (msb - msw) / k), "var_within": msw, "F": f0,
+            "p": float(sps.f.sf(f0, d1, d2)),
+            "icc": (msb - msw) / (msb + (k - 1) * msw),
+            "icc_low": max(-1.0 / (k - 1), (lo_f - 1) / (lo_f + k - 1)),
+            "icc_high": (hi_f - 1) / (hi_f + k - 1),
+            "planted_icc": planted_icc, "power": float(sps.f.sf(crit / stretch, d1, d2)),
+            "shared": bool(float(sps.f.sf(f0, d1, d2)) < alpha)}
+
+
+def precision_per_second(var_fresh, s_fresh, var_child, icc, k, s_child, s_import):
+    """How much more precision a second buys with k forked children per helper than with fresh
+    processes: variance of a mean per second spent, fresh over forked. A helper's k children
+    estimate with variance var_child (1 + (k - 1) icc) / k at a cost of s_import + k s_child."""
+    icc = max(0.0, icc)
+    forked = var_child * (1 + (k - 1) * icc) / k * (s_import + k * s_child)
+    return var_fresh * s_fresh / forked
+
+
 def env_python(env, env_root):
     found = sorted(glob.glob(os.path.join(env_root, env + "-*", "bin", "python")),
                    key=os.path.getmtime)
@@ -84,9 +150,9 @@ def env_python(env, env_root):
     return found[-1]
 
 
-def default_cells(env, count):
+def default_cells(env, count, only=()):
     """The env's first `count` small-model training cells (numpy input, CPU): train_on_batch
-    first, eager first."""
+    first, eager first; only those whose id contains one of `only`, when given."""
     doc = yaml.safe_load(open(os.path.join(REPO, "envs", env + ".yaml")))
     spec = envspec.parse_spec(env, doc)
     grid = {"pairs": [["small", "small"]], "keras": "all", "modes": "all",
@@ -95,6 +161,8 @@ def default_cells(env, count):
     cells = tfcells.expand_grid(spec, grid)
     cells.sort(key=lambda c: (c["api"] != "train_on_batch", c["mode"] != "eager", c["mode"],
                               c["keras"]))
+    if only:
+        cells = [c for c in cells if any(p in tfcells.cell_id(c) for p in only)]
     return spec, cells[:count]
 
 
@@ -114,11 +182,9 @@ def median_of(path):
     return float(np.median(doc["samples_s"]))
 
 
-def measure(python, spec, cell, n, tmp):
-    framework = spec["framework"]
-    rule = json.dumps(stop_rule(cell["model"]))
-    cell_json = json.dumps(cell)
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="1")
+def start_helper(python, framework, cell_json, rule, env):
+    """A helper of the env that has imported the framework (and run_cell); returns it with the
+    seconds its start and import took."""
     t0 = time.monotonic()
     helper = subprocess.Popen(
         [python, "-c", HELPER.format(scripts=HERE, module=framework_module(framework),
@@ -127,64 +193,133 @@ def measure(python, spec, cell, n, tmp):
     while helper.stdout.readline().strip() != "READY":
         if helper.poll() is not None:
             raise RuntimeError("the fork helper died before it was ready")
-    import_s = time.monotonic() - t0
-    out = {"fresh": [], "fork": [], "fresh_wall": [], "fork_wall": []}
-    for i in range(n):
-        path = os.path.join(tmp, f"fresh{i}.json")
-        t = time.monotonic()
-        subprocess.run([python, os.path.join(HERE, "run_cell.py"), "--cell", cell_json,
-                        "--rule", rule, "--framework", framework,
-                        "--foreign-cpu-max-share", "1.0", "--out", path],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
-        out["fresh_wall"].append(time.monotonic() - t)
-        out["fresh"].append(math.log(median_of(path)))
-        path = os.path.join(tmp, f"fork{i}.json")
-        helper.stdin.write(f"go {path}\n")
-        helper.stdin.flush()
-        line = ""
-        while not line.startswith("DONE"):
-            line = helper.stdout.readline()
-            if not line:
-                raise RuntimeError("the fork helper died")
-        out["fork_wall"].append(float(line.split()[1]))
-        out["fork"].append(math.log(median_of(path)))
-    helper.stdin.close()
-    helper.wait(timeout=60)
-    test = f_test(out["fork"], out["fresh"])
-    return {"env": spec["name"], "cell": tfcells.cell_id(cell), "n": n,
-            "sd_fresh": float(np.std(out["fresh"], ddof=1)),
-            "sd_fork": float(np.std(out["fork"], ddof=1)), **test,
-            "wall_fresh_s": float(np.mean(out["fresh_wall"])),
-            "wall_fork_s": float(np.mean(out["fork_wall"])) + import_s / n,
-            "helper_import_s": import_s}
+    return helper, time.monotonic() - t0
+
+
+def fork_child(helper, path):
+    """One child of the helper times the cell into path; returns its wall seconds."""
+    helper.stdin.write(f"go {path}\n")
+    helper.stdin.flush()
+    line = ""
+    while not line.startswith("DONE"):
+        line = helper.stdout.readline()
+        if not line:
+            raise RuntimeError("the fork helper died")
+    return float(line.split()[1])
+
+
+def schedule(helpers, children, rng):
+    """k rounds; in each, one child of every helper and as many fresh processes, shuffled."""
+    order = []
+    for r in range(children):
+        items = [("fork", h, r) for h in range(helpers)] + [("fresh", i, r) for i in range(helpers)]
+        order.extend(items[j] for j in rng.permutation(len(items)))
+    return order
+
+
+def measure(python, spec, cell, helpers, children, tmp, rng, records):
+    framework = spec["framework"]
+    rule = json.dumps(stop_rule(cell["model"]))
+    cell_json = json.dumps(cell)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="1")
+    started = [start_helper(python, framework, cell_json, rule, env) for _ in range(helpers)]
+    fork_logs = np.full((helpers, children), np.nan)
+    fresh, fresh_wall, fork_wall = [], [], []
+    try:
+        for n, (kind, who, r) in enumerate(schedule(helpers, children, rng)):
+            path = os.path.join(tmp, f"{kind}{who}-{r}.json")
+            when = time.time()
+            if kind == "fresh":
+                t = time.monotonic()
+                subprocess.run([python, os.path.join(HERE, "run_cell.py"), "--cell", cell_json,
+                                "--rule", rule, "--framework", framework,
+                                "--foreign-cpu-max-share", "1.0", "--out", path],
+                               env=env, check=True, stdout=subprocess.DEVNULL)
+                wall = time.monotonic() - t
+                fresh_wall.append(wall)
+                fresh.append(math.log(median_of(path)))
+                log_median = fresh[-1]
+            else:
+                wall = fork_child(started[who][0], path)
+                fork_wall.append(wall)
+                fork_logs[who, r] = log_median = math.log(median_of(path))
+            records.append({"env": spec["name"], "cell": tfcells.cell_id(cell), "kind": kind,
+                            "helper": who if kind == "fork" else None, "round": r, "order": n,
+                            "start_unix": when, "wall_s": wall, "log_median": log_median})
+    finally:
+        for helper, _ in started:
+            helper.stdin.close()
+            helper.wait(timeout=60)
+    forks = fork_logs.ravel()
+    sums = anova_sums(fork_logs)
+    sib = siblings([sums])
+    import_s = float(np.mean([s for _, s in started]))
+    wall_fresh, wall_child = float(np.mean(fresh_wall)), float(np.mean(fork_wall))
+    return {"env": spec["name"], "cell": tfcells.cell_id(cell), "helpers": helpers,
+            "children": children, "sd_fresh": float(np.std(fresh, ddof=1)),
+            "sd_fork": float(np.std(forks, ddof=1)), **f_test(forks, fresh), "sums": sums,
+            "icc": sib["icc"], "icc_low": sib["icc_low"], "icc_high": sib["icc_high"],
+            "icc_p": sib["p"], "wall_fresh_s": wall_fresh, "wall_child_s": wall_child,
+            "helper_import_s": import_s,
+            "precision_per_s": precision_per_second(
+                float(np.var(fresh, ddof=1)), wall_fresh, sib["var_between"] + sib["var_within"],
+                sib["icc"], children, wall_child, import_s)}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=["tf1.14", "tf2.21", "torch2.13"])
-    parser.add_argument("--cells", type=int, default=3, help="cells per env")
-    parser.add_argument("--n", type=int, default=20, help="processes of each kind per cell")
+    parser.add_argument("--envs", nargs="+", default=["tf1.14", "tf2.21"])
+    parser.add_argument("--cells", type=int, default=2, help="cells per env")
+    parser.add_argument("--only", nargs="+", default=[],
+                        help="keep the cells whose id contains one of these (before --cells)")
+    parser.add_argument("--helpers", type=int, default=5, help="helper processes per cell (H)")
+    parser.add_argument("--children", type=int, default=3,
+                        help="children per helper (k); as many fresh processes run")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the run order")
     parser.add_argument("--env-root", default=os.path.join(REPO, ".envs"))
-    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--json", help="also write the rows and the pooled figures to this file")
+    parser.add_argument("--records", help="also write every process's record (JSON lines)")
     args = parser.parse_args(argv)
-    if args.n < 2:
-        parser.error("--n must be at least 2 (a spread needs two processes)")
-    rows = []
+    if args.helpers < 2 or args.children < 2:
+        parser.error("--helpers and --children must be at least 2 (a sibling spread needs both)")
+    rng = np.random.default_rng(args.seed)
+    rows, records = [], []
     for env in args.envs:
         python = env_python(env, args.env_root)
-        spec, cells = default_cells(env, args.cells)
+        spec, cells = default_cells(env, args.cells, args.only)
+        if not cells:
+            parser.error(f"--only {args.only}: no training cell of {env} matches")
         for cell in cells:
             with tempfile.TemporaryDirectory() as tmp:
-                row = measure(python, spec, cell, args.n, tmp)
+                row = measure(python, spec, cell, args.helpers, args.children, tmp, rng, records)
             rows.append(row)
-            print("%-10s %-44s n=%d sd fresh %.4f fork %.4f  var ratio %.2f [%.2f, %.2f] p=%.3f"
-                  "  s/process fresh %.2f fork %.2f" % (
-                      row["env"], row["cell"], row["n"], row["sd_fresh"], row["sd_fork"],
-                      row["var_ratio"], row["ci_low"], row["ci_high"], row["p"],
-                      row["wall_fresh_s"], row["wall_fork_s"]), flush=True)
+            print("%-8s %-42s sd fresh %.4f fork %.4f var ratio %.2f [%.2f, %.2f]  siblings' ICC"
+                  " %+.2f [%+.2f, %+.2f] p=%.3f  s fresh %.2f child %.2f import %.2f  precision/s"
+                  " x%.2f" % (row["env"], row["cell"], row["sd_fresh"], row["sd_fork"],
+                              row["var_ratio"], row["ci_low"], row["ci_high"], row["icc"],
+                              row["icc_low"], row["icc_high"], row["icc_p"], row["wall_fresh_s"],
+                              row["wall_child_s"], row["helper_import_s"],
+                              row["precision_per_s"]), flush=True)
+    pooled = siblings([row["sums"] for row in rows])
+    print(pooled_text(pooled, len(rows)))
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump(rows, handle, indent=1)
+            json.dump({"rows": rows, "pooled": pooled}, handle, indent=1)
+    if args.records:
+        with open(args.records, "w") as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in records)
+
+
+def pooled_text(pooled, cells):
+    """The pooled siblings' check in words: SHARED when the F test rejects, else how large a
+    share it could still miss."""
+    verdict = ("SHARED: a helper's children are not independent replicates" if pooled["shared"]
+               else "no helper effect found")
+    return ("siblings' ICC over %d cells: %+.3f (95 %% CI %+.3f to %+.3f), F %.2f on %d and %d "
+            "df, p %.3f: %s; this test finds an ICC of %.1f with probability %.2f" % (
+                cells, pooled["icc"], pooled["icc_low"], pooled["icc_high"], pooled["F"],
+                pooled["df_between"], pooled["df_within"], pooled["p"], verdict,
+                pooled["planted_icc"], pooled["power"]))
 
 
 if __name__ == "__main__":
