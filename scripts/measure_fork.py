@@ -133,6 +133,24 @@ def siblings(sums, level=0.95, alpha=0.05, planted_icc=0.3):
             "shared": bool(float(sps.f.sf(f0, d1, d2)) < alpha)}
 
 
+def centred_ss(values):
+    """(sum of squares about the mean, degrees of freedom) of one cell's log medians."""
+    x = np.asarray(values, float)
+    return float(((x - x.mean()) ** 2).sum()), x.size - 1
+
+
+def pooled_ratio(fork_ss, fresh_ss, level=0.95):
+    """Variance ratio fork / fresh pooled over cells (each cell about its own mean: the sums of
+    squares and degrees of freedom add), with its F-test CI and two-sided p."""
+    sf, df_f = sum(s for s, _ in fork_ss), sum(d for _, d in fork_ss)
+    sr, df_r = sum(s for s, _ in fresh_ss), sum(d for _, d in fresh_ss)
+    ratio = (sf / df_f) / (sr / df_r)
+    p = 2 * min(float(sps.f.cdf(ratio, df_f, df_r)), float(sps.f.sf(ratio, df_f, df_r)))
+    return {"var_ratio": ratio, "df_fork": df_f, "df_fresh": df_r,
+            "ci_low": ratio / float(sps.f.ppf(0.5 + level / 2, df_f, df_r)),
+            "ci_high": ratio / float(sps.f.ppf(0.5 - level / 2, df_f, df_r)), "p": min(1.0, p)}
+
+
 def precision_per_second(var_fresh, s_fresh, var_child, icc, k, s_child, s_import):
     """How much more precision a second buys with k forked children per helper than with fresh
     processes: variance of a mean per second spent, fresh over forked. A helper's k children
@@ -218,13 +236,20 @@ def schedule(helpers, children, rng):
 
 
 def measure(python, spec, cell, helpers, children, tmp, rng, records):
+    """Times one cell's helpers' children and fresh processes in shuffled rounds; appends every
+    process's record (and each helper's import) to `records` and returns the cell's figures."""
     framework = spec["framework"]
     rule = json.dumps(stop_rule(cell["model"]))
     cell_json = json.dumps(cell)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="1")
-    started = [start_helper(python, framework, cell_json, rule, env) for _ in range(helpers)]
-    fork_logs = np.full((helpers, children), np.nan)
-    fresh, fresh_wall, fork_wall = [], [], []
+    base = {"env": spec["name"], "cell": tfcells.cell_id(cell)}
+    mine = []
+    started = []
+    for h in range(helpers):
+        when = time.time()
+        started.append(start_helper(python, framework, cell_json, rule, env))
+        mine.append({**base, "kind": "helper", "helper": h, "round": None, "order": None,
+                     "start_unix": when, "wall_s": started[-1][1], "log_median": None})
     try:
         for n, (kind, who, r) in enumerate(schedule(helpers, children, rng)):
             path = os.path.join(tmp, f"{kind}{who}-{r}.json")
@@ -236,34 +261,74 @@ def measure(python, spec, cell, helpers, children, tmp, rng, records):
                                 "--foreign-cpu-max-share", "1.0", "--out", path],
                                env=env, check=True, stdout=subprocess.DEVNULL)
                 wall = time.monotonic() - t
-                fresh_wall.append(wall)
-                fresh.append(math.log(median_of(path)))
-                log_median = fresh[-1]
             else:
                 wall = fork_child(started[who][0], path)
-                fork_wall.append(wall)
-                fork_logs[who, r] = log_median = math.log(median_of(path))
-            records.append({"env": spec["name"], "cell": tfcells.cell_id(cell), "kind": kind,
-                            "helper": who if kind == "fork" else None, "round": r, "order": n,
-                            "start_unix": when, "wall_s": wall, "log_median": log_median})
+            mine.append({**base, "kind": kind, "helper": who if kind == "fork" else None,
+                         "round": r, "order": n, "start_unix": when, "wall_s": wall,
+                         "log_median": math.log(median_of(path))})
     finally:
         for helper, _ in started:
             helper.stdin.close()
             helper.wait(timeout=60)
-    forks = fork_logs.ravel()
-    sums = anova_sums(fork_logs)
+    records.extend(mine)
+    return summarise(mine)
+
+
+def summarise(records):
+    """One cell's figures from its records (what `measure` appended, or a kept JSON-lines file):
+    the spreads, the F test fork / fresh, the siblings' ANOVA sums and ICC, seconds per process and
+    the precision per second (None without the helpers' import records)."""
+    forks = [r for r in records if r["kind"] == "fork"]
+    fresh = [r["log_median"] for r in records if r["kind"] == "fresh"]
+    imports = [r["wall_s"] for r in records if r["kind"] == "helper"]
+    helpers = sorted({r["helper"] for r in forks})
+    children = sorted({r["round"] for r in forks})
+    grid = np.full((len(helpers), len(children)), np.nan)
+    for r in forks:
+        grid[helpers.index(r["helper"]), children.index(r["round"])] = r["log_median"]
+    if np.isnan(grid).any():
+        raise ValueError(f"{records[0]['cell']}: every helper needs a child in every round")
+    logs = grid.ravel()
+    sums = anova_sums(grid)
     sib = siblings([sums])
-    import_s = float(np.mean([s for _, s in started]))
-    wall_fresh, wall_child = float(np.mean(fresh_wall)), float(np.mean(fork_wall))
-    return {"env": spec["name"], "cell": tfcells.cell_id(cell), "helpers": helpers,
-            "children": children, "sd_fresh": float(np.std(fresh, ddof=1)),
-            "sd_fork": float(np.std(forks, ddof=1)), **f_test(forks, fresh), "sums": sums,
+    wall_fresh = float(np.mean([r["wall_s"] for r in records if r["kind"] == "fresh"]))
+    wall_child = float(np.mean([r["wall_s"] for r in forks]))
+    import_s = float(np.mean(imports)) if imports else None
+    return {"env": records[0]["env"], "cell": records[0]["cell"], "helpers": len(helpers),
+            "children": len(children), "sd_fresh": float(np.std(fresh, ddof=1)),
+            "sd_fork": float(np.std(logs, ddof=1)), **f_test(logs, fresh), "sums": sums,
+            "ss_fork": centred_ss(logs), "ss_fresh": centred_ss(fresh),
             "icc": sib["icc"], "icc_low": sib["icc_low"], "icc_high": sib["icc_high"],
             "icc_p": sib["p"], "wall_fresh_s": wall_fresh, "wall_child_s": wall_child,
             "helper_import_s": import_s,
-            "precision_per_s": precision_per_second(
+            "precision_per_s": None if import_s is None else precision_per_second(
                 float(np.var(fresh, ddof=1)), wall_fresh, sib["var_between"] + sib["var_within"],
-                sib["icc"], children, wall_child, import_s)}
+                sib["icc"], len(children), wall_child, import_s)}
+
+
+def row_text(row):
+    gain = "" if row["precision_per_s"] is None else "  precision/s x%.2f" % row["precision_per_s"]
+    imp = "" if row["helper_import_s"] is None else " import %.2f" % row["helper_import_s"]
+    return ("%-8s %-42s sd fresh %.4f fork %.4f var ratio %.2f [%.2f, %.2f]  siblings' ICC %+.2f"
+            " [%+.2f, %+.2f] p=%.3f  s fresh %.2f child %.2f%s%s" % (
+                row["env"], row["cell"], row["sd_fresh"], row["sd_fork"], row["var_ratio"],
+                row["ci_low"], row["ci_high"], row["icc"], row["icc_low"], row["icc_high"],
+                row["icc_p"], row["wall_fresh_s"], row["wall_child_s"], imp, gain))
+
+
+def report(rows, json_path=None):
+    """Prints the rows and the pooled figures; writes them to json_path when given."""
+    for row in rows:
+        print(row_text(row), flush=True)
+    pooled = siblings([row["sums"] for row in rows])
+    ratio = pooled_ratio([row["ss_fork"] for row in rows], [row["ss_fresh"] for row in rows])
+    print(pooled_text(pooled, len(rows)))
+    print("variance of a forked child's log median over a fresh process's, over %d cells: %.2f "
+          "(95 %% CI %.2f to %.2f, p %.3f)" % (len(rows), ratio["var_ratio"], ratio["ci_low"],
+                                               ratio["ci_high"], ratio["p"]))
+    if json_path:
+        with open(json_path, "w") as handle:
+            json.dump({"rows": rows, "pooled": pooled, "pooled_ratio": ratio}, handle, indent=1)
 
 
 def main(argv=None):
@@ -279,7 +344,16 @@ def main(argv=None):
     parser.add_argument("--env-root", default=os.path.join(REPO, ".envs"))
     parser.add_argument("--json", help="also write the rows and the pooled figures to this file")
     parser.add_argument("--records", help="also write every process's record (JSON lines)")
+    parser.add_argument("--analyse", metavar="RECORDS",
+                        help="time nothing: print the figures of a kept --records file")
     args = parser.parse_args(argv)
+    if args.analyse:
+        with open(args.analyse) as handle:
+            kept = [json.loads(line) for line in handle if line.strip()]
+        cells = list(dict.fromkeys((r["env"], r["cell"]) for r in kept))
+        report([summarise([r for r in kept if (r["env"], r["cell"]) == c]) for c in cells],
+               args.json)
+        return
     if args.helpers < 2 or args.children < 2:
         parser.error("--helpers and --children must be at least 2 (a sibling spread needs both)")
     rng = np.random.default_rng(args.seed)
@@ -291,23 +365,14 @@ def main(argv=None):
             parser.error(f"--only {args.only}: no training cell of {env} matches")
         for cell in cells:
             with tempfile.TemporaryDirectory() as tmp:
-                row = measure(python, spec, cell, args.helpers, args.children, tmp, rng, records)
-            rows.append(row)
-            print("%-8s %-42s sd fresh %.4f fork %.4f var ratio %.2f [%.2f, %.2f]  siblings' ICC"
-                  " %+.2f [%+.2f, %+.2f] p=%.3f  s fresh %.2f child %.2f import %.2f  precision/s"
-                  " x%.2f" % (row["env"], row["cell"], row["sd_fresh"], row["sd_fork"],
-                              row["var_ratio"], row["ci_low"], row["ci_high"], row["icc"],
-                              row["icc_low"], row["icc_high"], row["icc_p"], row["wall_fresh_s"],
-                              row["wall_child_s"], row["helper_import_s"],
-                              row["precision_per_s"]), flush=True)
-    pooled = siblings([row["sums"] for row in rows])
-    print(pooled_text(pooled, len(rows)))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"rows": rows, "pooled": pooled}, handle, indent=1)
-    if args.records:
-        with open(args.records, "w") as handle:
-            handle.writelines(json.dumps(r) + "\n" for r in records)
+                rows.append(measure(python, spec, cell, args.helpers, args.children, tmp, rng,
+                                    records))
+            print(row_text(rows[-1]), flush=True)
+            if args.records:  # kept as it goes: a stopped probe keeps its cells
+                with open(args.records, "w") as handle:
+                    handle.writelines(json.dumps(r) + "\n" for r in records)
+    print()
+    report(rows, args.json)
 
 
 def pooled_text(pooled, cells):
