@@ -77,7 +77,7 @@ decisions: venv  ## what one run decided, per machine, as the goals count it: ma
 slow-state: venv  ## what makes a process slow for its whole life (layout, huge pages, steal, ...): make slow-state ARGS="--n 14"; quiet machine only
 	$(BIN)/python scripts/slow_state.py $(ARGS)
 
-measure-fork: venv  ## fresh vs forked cell processes (spread, cost); on a quiet machine only: make measure-fork ARGS="--n 20"
+measure-fork: venv  ## forked vs fresh cell processes (siblings' ICC, spread, cost); on a quiet machine only: make measure-fork ARGS="--helpers 5 --children 4"
 	$(BIN)/python scripts/measure_fork.py $(ARGS)
 
 publish: venv  ## copy a run's measurements into docs/data/<machine>/<run>/, then regenerate docs/ from them (docs/publishing.md)
