@@ -176,3 +176,40 @@ def recommend(levels: Mapping, seconds_per_cell: float, level: float = 0.95, **g
     if fits.empty:
         return {}
     return fits.loc[fits["halfwidth"].idxmin()].to_dict()
+
+
+def equivalence_power(k: int, window_s: float, a: float, t2: float, margin: float,
+                      log_ratio: float = 0.0, alpha: float = 0.05) -> float:
+    """Probability that the equivalence test (TOST: the 1 - 2 alpha interval of the ratio of two
+    cells of k processes each inside +-margin, in log) says equivalent when the true log ratio is
+    `log_ratio`, with the spread known (the normal quantile, as the study's moderated model has
+    it): the ratio's estimate d ~ N(log_ratio, se^2), se^2 = 2 (T2 + a / w) / k, and equivalence
+    when -margin + z se < d < margin - z se. An estimated spread only lowers it."""
+    if k < 2:
+        return 0.0
+    se = math.sqrt(2.0 * (t2 + a / window_s) / k)
+    z = float(sps.norm.ppf(1 - alpha))
+    if margin <= z * se:
+        return 0.0
+    hi = (margin - z * se - log_ratio) / se
+    lo = (-margin + z * se - log_ratio) / se
+    return float(sps.norm.cdf(hi) - sps.norm.cdf(lo))
+
+
+def equivalence_processes(window_s: float, a: float, t2: float, margin: float,
+                          log_ratio: float = 0.0, power: float = 0.8, alpha: float = 0.05,
+                          k_max: int = 10000) -> int | None:
+    """The fewest processes per cell (both cells alike) at which `equivalence_power` reaches
+    `power`; None when even k_max does not (a true ratio at or beyond the margin)."""
+    if abs(log_ratio) >= margin:
+        return None
+    lo, hi = 2, k_max
+    if equivalence_power(hi, window_s, a, t2, margin, log_ratio, alpha) < power:
+        return None
+    while lo < hi:  # the power grows with k once k is past the margin's reach
+        mid = (lo + hi) // 2
+        if equivalence_power(mid, window_s, a, t2, margin, log_ratio, alpha) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -121,6 +121,14 @@ def test_make_dimension_reads_a_results_dir(tmp_path, capsys):
     out = __import__("json").loads((tmp_path / "d.json").read_text())
     assert out["levels"]["cells"] == 10
     assert out["recommended"]["seconds_per_cell"] <= out["current"]["seconds_per_cell"] + 1e-9
+    # the equivalence sizes are the module's, at the run's pooled spread and window
+    lv, eq = out["levels"], out["equivalence"]
+    twin = eq["rows"][0]
+    assert twin["processes"] == dimension.equivalence_processes(
+        lv["window_s"], lv["a"], lv["T2"], math.log(1.10), 0.0, 0.8)
+    assert f"needs k >= {twin['processes']}" in text and "a row 5 % from equal" in text
+    main([str(tmp_path / "results"), "--cells", "159", "--power", "0.6"])
+    assert "min for 159 cells" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no cell files"):
         main([str(tmp_path / "nothing")])
 
@@ -135,3 +143,50 @@ def test_halfwidth_uses_the_analysis_critical_value_and_sizes_comparisons():
     assert tost == pytest.approx(1.644854 * sd * math.sqrt(0.5), rel=1e-5)
     small_df = dimension.halfwidth(4, 1e9, 0.0, sd ** 2, df=3)
     assert small_df / cell == pytest.approx(3.182446 / 1.959964, rel=1e-5)
+
+
+def simulated_equivalence(rng, k, sd, margin, log_ratio, known, trials=4000):
+    """How often two cells of k processes (process sd `sd`) end equivalent: with the spread known
+    (the z TOST the formula describes) or estimated (statsmodels' two-sample TOST, ttost_ind)."""
+    from statsmodels.stats.weightstats import ttost_ind
+    hits = 0
+    for _ in range(trials if known else trials // 8):
+        a, b = rng.normal(log_ratio, sd, k), rng.normal(0.0, sd, k)
+        if known:
+            d, se = a.mean() - b.mean(), sd * math.sqrt(2 / k)
+            z = 1.6448536269514722
+            hits += -margin + z * se < d < margin - z * se
+        else:
+            hits += ttost_ind(a, b, -margin, margin)[0] < 0.05
+    return hits / (trials if known else trials // 8)
+
+
+@pytest.mark.parametrize("k,log_ratio", [(20, 0.0), (40, math.log(1.05)), (12, 0.02)])
+def test_equivalence_power_is_the_known_spread_tost_and_bounds_an_estimated_one(k, log_ratio):
+    rng = np.random.default_rng(11)
+    sd, margin = 0.13, math.log(1.10)
+    got = dimension.equivalence_power(k, 1.0, 0.0, sd ** 2, margin, log_ratio)
+    known = simulated_equivalence(rng, k, sd, margin, log_ratio, known=True)
+    assert abs(got - known) < 4 * math.sqrt(got * (1 - got) / 4000) + 1e-9
+    # statsmodels' TOST with the spread estimated from the 2k processes says equivalent less often
+    assert simulated_equivalence(rng, k, sd, margin, log_ratio, known=False) <= got + 0.05
+
+
+def test_equivalence_power_keeps_its_size_at_the_margin_and_is_zero_out_of_reach():
+    margin = math.log(1.10)
+    at_margin = dimension.equivalence_power(400, 0.5, 0.001, 0.017, margin, margin)
+    assert at_margin == pytest.approx(0.05, abs=0.002)  # a row at the margin: the test's alpha
+    assert dimension.equivalence_power(3, 0.5, 0.001, 0.017, margin) == 0.0  # interval too wide
+
+
+def test_equivalence_processes_is_the_fewest_that_reach_the_power():
+    margin, t2 = math.log(1.10), 0.131 ** 2
+    k = dimension.equivalence_processes(0.5, 0.0016, t2, margin, 0.0, power=0.8)
+    assert dimension.equivalence_power(k, 0.5, 0.0016, t2, margin) >= 0.8
+    assert dimension.equivalence_power(k - 1, 0.5, 0.0016, t2, margin) < 0.8
+    # the textbook sample size of a TOST at a true ratio of 1, power 1 - beta:
+    # 2 sd^2 (z(1 - alpha) + z(1 - beta / 2))^2 / margin^2
+    sd2 = t2 + 0.0016 / 0.5
+    z_a, z_half_beta = 1.6448536269514722, 1.2815515655446004
+    assert k == math.ceil(2 * sd2 * (z_a + z_half_beta) ** 2 / margin ** 2)
+    assert dimension.equivalence_processes(0.5, 0.0016, t2, margin, margin) is None
