@@ -35,6 +35,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from driver.stats import verdicts
+from driver.stats.sequential import looks
 from driver.study import layout
 
 CONFIG = ["env", "cell_id", "mode", "keras", "api", "framework_version", "reference_env"]
@@ -72,6 +73,15 @@ def welch(log_left: float, se_left: float, df_left: float, log_right: float, se_
     return diff, se, df, float(2 * sps.t.sf(abs(diff) / se, df))
 
 
+def tost_p(diff: float, se: float, df: float, min_effect: float) -> float:
+    """The equivalence test's p (the larger one-sided p against 1 +- min_effect, in log); NaN
+    without an se."""
+    if not math.isfinite(se):
+        return math.nan
+    m = math.log1p(min_effect)
+    return max(float(sps.t.sf((diff + m) / se, df)), float(sps.t.cdf((diff - m) / se, df)))
+
+
 def _side(row) -> dict:
     return {c: (row[c] if row is not None and c in row else math.nan) for c in SIDE}
 
@@ -103,10 +113,7 @@ def machines_compared_table(duets: pd.DataFrame, q: float = 0.05, min_effect: fl
             diff, se, dof, p = welch(row["left_log_ratio"], row["left_se_log"], row["left_df"],
                                      row["right_log_ratio"], row["right_se_log"],
                                      row["right_df"])
-            m = math.log1p(min_effect)
-            p_eq = max(float(sps.t.sf((diff + m) / se, dof)), float(sps.t.cdf((diff - m) / se,
-                                                                               dof))) \
-                if math.isfinite(se) else math.nan
+            p_eq = tost_p(diff, se, dof, min_effect)
             weight = (row["right_se_log"] ** 2 / (row["left_se_log"] ** 2
                                                   + row["right_se_log"] ** 2)
                       if math.isfinite(se) else math.nan)
@@ -117,6 +124,7 @@ def machines_compared_table(duets: pd.DataFrame, q: float = 0.05, min_effect: fl
                        if a is not None and b is not None else "one machine",
                        reason=None if a is not None and b is not None else
                        f"measured on {left if a is not None else right} only")
+            row["_design"] = design_of(a, b)
             if a is not None and b is not None and not math.isfinite(se):
                 row["reason"] = "fewer than two duets on a machine: no interval"
             rows.append(row)
@@ -124,24 +132,69 @@ def machines_compared_table(duets: pd.DataFrame, q: float = 0.05, min_effect: fl
     return _intervals(out, q, alpha_equivalence, min_effect)[COLUMNS]
 
 
+def design_of(*rows) -> object:
+    """The two-look design (driver/stats/sequential.py) that a row derived from duets rows is
+    judged under: the rows' own (the study gives every row the same), one look where they have
+    one. A row derived from rows that the second look extended on their own results cannot take
+    plain t intervals: rows that stopped early did so partly because their spread came out small
+    (tests/unit/tables/test_duets_releases.py measures the undercoverage)."""
+    present = [r for r in rows if r is not None]
+    n1 = max([int(r["n_look1"]) for r in present if r["n_look1"] == r["n_look1"]] or [2])
+    n2 = max([int(r["n_max"]) for r in present if r["n_max"] == r["n_max"]] or [n1])
+    return looks(max(n1, 2), max(n2, n1, 2))
+
+
+def critical(design, df: float, alpha: float, sides: int = 2) -> float:
+    """The t critical value of an interval at 1 - alpha (two-sided; sides=1: one-sided) under a
+    two-look design: at the nominal level of one look (sequential.py); NaN without df."""
+    if not df == df:
+        return math.nan
+    if sides == 2:
+        return float(sps.t.ppf(1 - float(design.nominal_two_sided(alpha)) / 2, df))
+    return float(sps.t.ppf(1 - float(design.nominal_one_sided(alpha)), df))
+
+
+def welch_intervals(log: np.ndarray, se: np.ndarray, df: np.ndarray, p: np.ndarray, q: float,
+                    alpha_eq: float, designs=None, p_eq=None) -> dict:
+    """A family of Welch differences (log, se, df, two-sided p per row): with each row's two-look
+    design (`design_of`; None: one look), the sequential p-values (and of the equivalence test's
+    `p_eq`), BH-adjusted p over the family, the FCR level that makes each drawn interval the
+    tested one and that interval, and the equivalence test's (1 - 2 alpha) interval, each at its
+    look's nominal level as the duets table has them. Shared by every table derived from two
+    duets rows (machines_compared, duets_releases)."""
+    n = len(np.asarray(p))
+    designs = designs if designs is not None else [looks(2, 2)] * n
+    p = np.array([float(d.two_sided(x)) if x == x else math.nan for d, x in zip(designs, p)])
+    p_eq = None if p_eq is None else np.array(
+        [float(d.one_sided(x)) if x == x else math.nan for d, x in zip(designs, p_eq)])
+    p_adj = verdicts.bh_adjust(p)
+    a_diff, _ = verdicts.fcr_alpha(p_adj, q)
+    crit = np.array([critical(g, d, a_diff) for g, d in zip(designs, df)])
+    crit_eq = np.array([critical(g, d, alpha_eq, sides=1) for g, d in zip(designs, df)])
+    log, se = np.asarray(log, float), np.asarray(se, float)
+    return {"p": p, "p_equivalent": p_eq, "p_adjusted": p_adj, "ci_level": 1 - a_diff,
+            "ci_low": np.exp(log - crit * se), "ci_high": np.exp(log + crit * se),
+            "tost_ci_low": np.exp(log - crit_eq * se), "tost_ci_high": np.exp(log + crit_eq * se),
+            "tost_half": crit_eq * se}
+
+
 def _intervals(out: pd.DataFrame, q: float, alpha_eq: float, min_effect: float) -> pd.DataFrame:
     """BH over the table's interaction tests; each interval at the FCR level that makes it the
     tested one; machine_effect."""
     out = out.copy()
-    p_adj = verdicts.bh_adjust(out["interaction_p"].to_numpy(float))
-    a_diff, _ = verdicts.fcr_alpha(p_adj, q)
+    got = welch_intervals(np.log(out["interaction"].to_numpy(float)),
+                          out["interaction_se_log"].to_numpy(float),
+                          out["interaction_df"].to_numpy(float),
+                          out["interaction_p"].to_numpy(float), q, alpha_eq,
+                          designs=list(out.pop("_design")),
+                          p_eq=out["interaction_p_equivalent"].to_numpy(float))
+    out["interaction_p"], out["interaction_p_equivalent"] = got["p"], got["p_equivalent"]
+    p_adj = got["p_adjusted"]
     out["interaction_p_adjusted"] = p_adj
-    out["interaction_ci_level"] = 1 - a_diff
-    crit = np.array([float(sps.t.ppf(1 - a_diff / 2, d)) if d == d else math.nan
-                     for d in out["interaction_df"]])
-    log = np.log(out["interaction"].to_numpy(float))
-    half = crit * out["interaction_se_log"].to_numpy(float)
-    out["interaction_ci_low"], out["interaction_ci_high"] = np.exp(log - half), np.exp(log + half)
-    crit_eq = np.array([float(sps.t.ppf(1 - alpha_eq, d)) if d == d else math.nan
-                        for d in out["interaction_df"]])
-    half_eq = crit_eq * out["interaction_se_log"].to_numpy(float)
-    out["interaction_tost_ci_low"] = np.exp(log - half_eq)
-    out["interaction_tost_ci_high"] = np.exp(log + half_eq)
+    out["interaction_ci_level"] = got["ci_level"]
+    out["interaction_ci_low"], out["interaction_ci_high"] = got["ci_low"], got["ci_high"]
+    out["interaction_tost_ci_low"] = got["tost_ci_low"]
+    out["interaction_tost_ci_high"] = got["tost_ci_high"]
     out["machine_effect"] = [
         None if not math.isfinite(pe) else
         SAME if pe <= alpha_eq else DIFFERS if pa <= q and (lo > 1 or hi < 1) else UNDECIDED

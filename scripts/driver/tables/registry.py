@@ -112,6 +112,17 @@ REGISTRY = [
           "at all (F, p, for the whole mode); moved: the round's shift interval excludes 0 "
           "while the F test rejects at fdr_q. A round that moved every row together is a "
           "state of the machine the duets did not cancel. See driver/tables/duet_rounds.py."),
+    Table("duets_releases", "What each release changed, in duets", None, None, None,
+          "ratio < 1 when the later release (left) is faster than the one before it (right)",
+          "Each TF 2.x env of the headline's duets against the env before it in version order, "
+          "per machine, mode and API: the ratio of their two duets rows' ratios to the reference "
+          "env ({ref}), so the reference cancels (later / earlier step time). Welch t on the two "
+          "rows' duets (independent workers), judged under the duets' two-look design, "
+          "Benjamini-Hochberg over this table's rows, the tested interval at ci_level, the "
+          "equivalence test and the verdict, as in duets; left_keras and right_keras are each "
+          "side's Keras (the one its users get). On a noisy machine it decides what "
+          "adjacent_releases' cells of few processes leave open, for the headline's "
+          "configuration only. See driver/tables/duets_releases.py."),
     Table("machines_compared", "The headline on two machines", None, None, None,
           "interaction < 1 when the TF2 / TF1 ratio is lower on the left machine",
           "The duets table (the headline) on two machines side by side, one row per "

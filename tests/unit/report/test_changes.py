@@ -6,6 +6,7 @@ import json
 import pandas as pd
 import pytest
 from cellfiles import run, write_processes
+from duetfiles import duet_records
 from helpers import REPO
 
 from driver.report import release_claims, releases
@@ -30,6 +31,21 @@ def cells(root, env, median, started, **axes):
     return files
 
 
+def duet_files(tmp_path):
+    """The headline's duets for TF 2.0-2.3 in both modes: eager 2.0 and 2.1 twice TF 1.14's time,
+    2.2 as 2.1, 2.3 1.5x faster than 2.2; graph flat."""
+    truths = {"tf2.0": 0.69, "tf2.1": 0.69, "tf2.2": 0.69, "tf2.3": 0.69 - 0.405}
+    rows = [(e, TF[e], "eager", "tf.keras", t) for e, t in truths.items()]
+    rows += [(e, TF[e], "graph", "tf.keras", 0.0) for e in truths]
+    out = []
+    for i, rec in enumerate(duet_records(rows, sd=0.02, n=4, seed=2)):
+        path = tmp_path / "duets" / f"d{i}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rec))
+        out.append(path)
+    return out
+
+
 def study(tmp_path, new_env: bool):
     """TF 1.14 .. 2.2 measured on one morning; TF 2.3 (1.5x faster in eager than 2.2) on the same
     morning, or, with new_env, in the afternoon: an env added to a finished study."""
@@ -40,17 +56,22 @@ def study(tmp_path, new_env: bool):
     later = "2026-11-22T15:00:00+00:00" if new_env else "2026-11-22T09:05:00+00:00"
     files += cells(root, "tf2.3", 0.020 / 1.5, later)
     files += cells(root, "tf2.3", 0.005, later, mode="graph")
-    _, out, tables = run(tmp_path, files)
+    _, out, tables = run(tmp_path, files, duet_files=duet_files(tmp_path))
     html = tmp_path / "report.html"
     report.render(out / "tables" / "cells.csv", [tables[n] for n in NAMES],
                   out / "tables" / "processes.json", out / "tables" / "facts.json", TEMPLATE,
                   html, "xeon-2c", {"reference_env": "tf1.14"})
-    return html.read_text(encoding="utf-8")
+    return html.read_text(encoding="utf-8"), out / "tables"
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
+def studies(tmp_path_factory):
     return {flag: study(tmp_path_factory.mktemp(f"new{flag}"), flag) for flag in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def pages(studies):
+    return {flag: page for flag, (page, _) in studies.items()}
 
 
 def test_section_lists_releases_newest_first_with_their_changes(pages):
@@ -74,6 +95,25 @@ def test_a_new_env_comes_first(pages):
     assert section.index("New in this study") < section.index('id="rel-tf2.3"') \
         < section.index('id="rel-tf2.2"')
     assert 'id="rel-tf2.3" open' in section
+
+
+def test_releases_in_duets_are_counted_from_their_rows(studies):
+    page, tables = studies[False]
+    part = page[page.index('id="changes-duets"'):page.index('id="changepoints"')]
+    table = pd.read_csv(tables / "duets_releases.csv")
+    assert len(table) == 6
+    for mode in ("eager", "graph"):
+        rows = table[table["mode"] == mode]
+        codes = [verdicts.norm_code(v) for v in rows["verdict"]]
+        words = (f"<li>{mode.capitalize()} mode, {len(rows)} pairs of consecutive versions: the later "
+                 f'<span class="pos">faster</span> in {codes.count(verdicts.LEFT_FASTER)}, '
+                 f'<span class="neg">slower</span> in {codes.count(verdicts.RIGHT_FASTER)}, no '
+                 f"change within 1 ± 0.1 in {codes.count(verdicts.EQUIVALENT)}, undecided in "
+                 f"{codes.count(verdicts.UNDECIDED)}.</li>")
+        assert words in part, words
+    eager = table[table["mode"] == "eager"].set_index("left_env")["verdict"]
+    assert eager["tf2.3"] == verdicts.LEFT_FASTER and eager["tf2.2"] == verdicts.EQUIVALENT
+    assert "tf1.14" in part and 'id="duets-releases"' in part
 
 
 def test_change_points_listed_and_marked_on_history_panels(pages):
