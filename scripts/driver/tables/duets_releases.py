@@ -63,7 +63,7 @@ def consecutive(ordered: list[dict]) -> list[tuple[dict, dict]]:
                                  three[0]["env"])]
         if before:
             pairs.append((before[-1], three[0]))
-    return pairs
+    return [(a, b) for a, b in pairs if a["env"] != b["env"]]
 
 
 def duets_releases_table(duets: pd.DataFrame, q: float = 0.05, min_effect: float = 0.10,
