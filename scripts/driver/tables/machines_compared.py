@@ -8,8 +8,11 @@ intervals, nothing is pooled between them). The interaction is the ratio of the 
 left / right: exp(log ratio left - log ratio right), its standard error sqrt(se_left^2 +
 se_right^2) with Welch-Satterthwaite degrees of freedom (each machine's duets are independent of
 the other's; their variances are not assumed equal), which is scipy.stats.ttest_ind(...,
-equal_var=False) on the two machines' duets' log ratios. Its test of "the machine does not
-change the ratio" is Benjamini-Hochberg at q over the table's rows, its interval at the level
+equal_var=False) on the two machines' duets' log ratios. Where the duets had a second look, the
+test and intervals are judged under the rows' two-look design (`design_of`, `welch_intervals`:
+sequential p-values, intervals at one look's nominal level), since rows that stopped early have
+spreads selected small (tests/unit/tables/test_duets_releases.py measures it). Its test of "the
+machine does not change the ratio" is Benjamini-Hochberg at q over the table's rows, its interval at the level
 that makes the drawn interval the tested one (Benjamini-Yekutieli FCR, as the duets table), and
 the equivalence test (TOST, 1 +- min_effect on the interaction, each row at alpha_equivalence;
 its (1 - 2 alpha) interval interaction_tost_ci_low/high) says where the machines give the same
