@@ -7,6 +7,8 @@ From the run's tables (no timing; any finished study or published run):
   more (ratio outside 1 / 1.1 .. 1.1), the share decided; of the rows within 5 % of equal, the
   share equivalent;
 - twins (A/A cells): the share equivalent and the share called different;
+- what each release changed, from the duets (duets_releases): per mode, the rows decided and
+  how many of them equivalent;
 - A/A duets: the rows called different (false positives) and the order bias;
 - the health check (duet_rounds): rounds that moved every row;
 - pairs in one process (config `pairs`): the same two shares over the pairs table's rows, the A/A
@@ -91,6 +93,13 @@ def figures(results) -> dict:
             out.setdefault(machine, {})["rounds_moved"] = [
                 f"{r['mode']} round {int(r['round'])}: {math.exp(r['shift']):.3f}"
                 for _, r in moved.iterrows()]
+    if res.has("duets_releases"):
+        for machine, part in per_machine(res.table("duets_releases")):
+            for mode, rows in part.groupby("mode"):
+                codes = _codes(rows)
+                out.setdefault(machine, {}).setdefault("releases", {})[mode] = {
+                    "decided": share(int(codes.isin(DECIDED).sum()), len(rows)),
+                    "equivalent": int((codes == verdicts.EQUIVALENT).sum())}
     if res.has("pairs"):
         pairs_figures(res, out, per_machine)
     if not out:
@@ -152,6 +161,9 @@ def text(figs: dict) -> list[str]:
         for mode, h in sorted(m.get("headline", {}).items()):
             lines.append(f"  headline, {mode}: {h['decided']} of {h['rows']} rows decided "
                          f"({h['second_look']} extended by the second look)")
+        for mode, r in sorted(m.get("releases", {}).items()):
+            lines.append(f"  releases from duets, {mode}: decided {s(r['decided'])}, "
+                         f"{r['equivalent']} of them equivalent")
         if "cells" in m:
             lines.append(f"  cells' comparisons with an effect of 10 % or more, decided: "
                          f"{s(m['cells']['effect_10'])}")

@@ -37,6 +37,9 @@ def write(folder: Path):
     pd.DataFrame([{"machine": "m1", "mode": "graph", "round": 2, "shift": 0.05, "moved": True},
                   {"machine": "m1", "mode": "graph", "round": 1, "shift": -0.01, "moved": False}]
                  ).to_csv(folder / "duet_rounds.csv", index=False)
+    pd.DataFrame([{"machine": "m1", "mode": "eager", "ratio": r, "verdict": v}
+                  for r, v in ((0.5, "left_faster"), (1.0, "equivalent"), (1.1, "undecided"))]
+                 ).to_csv(folder / "duets_releases.csv", index=False)
     return folder
 
 
@@ -52,6 +55,9 @@ def test_counts_per_machine_with_cis(tmp_path):
     assert m1["twins"]["equivalent"]["k"] == 2 and m1["twins"]["different"]["k"] == 1
     assert m1["aa_duets"]["different"]["k"] == 0
     assert m1["rounds_moved"] == ["graph round 2: 1.051"]
+    # releases from duets: counted on their own, never among the cells' comparisons
+    assert (m1["releases"]["eager"]["decided"]["k"], m1["releases"]["eager"]["decided"]["n"],
+            m1["releases"]["eager"]["equivalent"]) == (2, 3, 1)
 
 
 def test_command_line(tmp_path):
@@ -60,6 +66,7 @@ def test_command_line(tmp_path):
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "headline, graph: 1 of 2 rows decided (1 extended" in run.stdout
+    assert "releases from duets, eager: decided 2 of 3" in run.stdout
     assert json.loads(run.stdout.strip().splitlines()[-1])["m1"]["twins"]["equivalent"]["n"] == 3
     bad = subprocess.run([sys.executable, decisions.__file__, str(tmp_path / "nope")],
                          capture_output=True, text=True, timeout=120)
