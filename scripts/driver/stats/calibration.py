@@ -80,18 +80,18 @@ def lean(log_ratio, se_log=None, n=None, level: float = 0.95) -> dict:
     by more than the interval fails it). Fewer than 2 usable rows: no interval, ok."""
     x = np.asarray(log_ratio, float)
     keep = np.isfinite(x)
-    pooled = se_log is not None and n is not None
-    if pooled:
+    pooled = False
+    if se_log is not None and n is not None:
         se, k = np.asarray(se_log, float), np.asarray(n, float)
         usable = keep & np.isfinite(se) & (se > 0) & np.isfinite(k) & (k >= 2)
-        pooled = bool(usable.sum() >= 2)
-        if pooled:
-            keep = usable
+        if usable.sum() >= 2:  # else the rows' own t interval over every finite row
+            pooled, keep = True, usable
+            k, se = k[keep], se[keep]
+    x = x[keep]
     out = {"mean": float(np.mean(x)) if x.size else math.nan, "n": int(x.size), "ok": True}
     if x.size < 2:
         return out
     if pooled:
-        k, se = k[keep], se[keep]
         part = (k * se) ** 2 / k.sum() ** 2  # each row's share of the mean's variance
         mean, se_mean = float(np.sum(k * x) / k.sum()), float(math.sqrt(part.sum()))
         dof = float(part.sum() ** 2 / np.sum(part ** 2 / (k - 1)))

@@ -298,3 +298,8 @@ def test_lean_pools_every_replicate_alike_holds_its_level_and_fails_a_planted_le
     # rows without a usable se (one replicate) fall back to the rows' own t interval
     fallback = calibration.lean(x[:3], [0.01, float("nan"), 0.0], [4, 1, 4])
     assert fallback["n"] == 3 and fallback["df"] == 2
+    # a row without a log ratio, and one without a usable se among pooled rows, are left out
+    nan = float("nan")
+    some = calibration.lean([x[0], nan, x[1], x[2]], [0.01, 0.01, 0.02, nan], [4, 4, 6, 4])
+    assert some == calibration.lean([x[0], x[1]], [0.01, 0.02], [4, 6])
+    assert calibration.lean([x[0], nan, x[1]]) == calibration.lean([x[0], x[1]])
