@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver.stats import calibration, crossrun_judge, moderated, verdicts  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
+from driver.tables.aa_rows import AA_TABLES, aa_figures  # noqa: E402
 from driver.tables.results import ENV_KEY, Results, row_key  # noqa: E402
 
 CELL_KEYS = ["env", "cell_id", "twin"]
@@ -290,33 +291,11 @@ def duets_pooled(folders, table: str = "duets") -> dict:
     return dict(crossrun_judge.pooled(est, se), table=table)
 
 
-AA_TABLES = {"duets_aa": ("A/A duet rows", "duets.aa", "order bias, second-timed side / first"),
-             "pairs_aa": ("A/A pairs", "pairs.aa", "lean, left side / right")}
-
-
 def aa_rows(folders, q: float = 0.05, table: str = "duets_aa") -> dict:
-    """The A/A rows (duets_aa.csv: the reference against itself in duets; pairs_aa.csv: a cell
-    against itself in one process) of every run given: how many the procedure called different
-    (false positives, with their binomial CI against the rows' nominal rate q; too many fail),
-    and the bias (calibration.lean: the rows pooled with every replicate weighing alike, with a
-    t interval; an interval that leaves 0 out fails: both sides run the same code, and for pairs
-    the side labels are not tied to the build order). Runs made before A/A rows have none: counted as such."""
-    tabs = []
-    for f in folders:
-        res = _results(f)
-        if res.has(table):
-            tab = res.table(table)
-            tabs.append(tab[tab["n"] >= 2])
-    rows = pd.concat(tabs, ignore_index=True) if tabs else pd.DataFrame()
-    if rows.empty:
-        return {"runs": len(tabs), "n": 0, "table": table}
-    codes = [verdicts.norm_code(v) for v in rows["verdict"]]
-    k = sum(c in verdicts.DECIDED for c in codes)
-    rate = calibration.rate(k, len(rows), q)
-    rate["ok"] = bool(rate["ci_low"] <= q)  # too many false positives fail; fewer do not
-    bias = calibration.lean(rows["log_ratio"], rows.get("se_log"), rows.get("n"))
-    return {"runs": len(tabs), "n": int(len(rows)), "different": rate, "table": table,
-            "equivalent": sum(c == verdicts.EQUIVALENT for c in codes), "bias": bias}
+    """The A/A rows of every run given, judged together (driver/tables/aa_rows.py). Runs made
+    before A/A rows have none: counted as such."""
+    results = [_results(f) for f in folders]
+    return aa_figures([r.table(table) for r in results if r.has(table)], q, table)
 
 
 def aa_text(aa: dict) -> list[str]:
