@@ -130,20 +130,45 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
     if n >= 2:
         sd = float(x.std(ddof=1))
         se, df, mean = sd / math.sqrt(n), n - 1, float(x.mean())
-        m = math.log1p(min_effect)
         if se > 0:
             p = float(sps.ttest_1samp(x, 0.0).pvalue)
-            p_eq = max(float(sps.t.sf((mean + m) / se, df)), float(sps.t.cdf((mean - m) / se, df)))
+            p_eq = tost_p(mean, se, df, min_effect)
         else:
-            p, p_eq = (0.0 if mean else 1.0), (0.0 if abs(mean) < m else 1.0)
+            p, p_eq = (0.0 if mean else 1.0), (0.0 if abs(mean) < math.log1p(min_effect) else 1.0)
         row.update(se_log=se, df=float(df), sd_log=sd, p=p, p_equivalent=p_eq)
     return row
 
 
-def _design(row) -> object:
-    """The row's two-look maps (driver/stats/sequential.py); one look where the design has one."""
-    n1, n2 = int(row["n_look1"]), int(row["n_max"])
+def tost_p(diff: float, se: float, df: float, min_effect: float) -> float:
+    """The equivalence test's p (the larger one-sided t p against 1 +- min_effect, in log); NaN
+    without an se."""
+    if not math.isfinite(se):
+        return math.nan
+    m = math.log1p(min_effect)
+    return max(float(sps.t.sf((diff + m) / se, df)), float(sps.t.cdf((diff - m) / se, df)))
+
+
+def design_of(*rows) -> object:
+    """The two-look maps (driver/stats/sequential.py) a row is judged under: its own design, or
+    for a row derived from several duets rows (duets_releases, machines_compared) theirs (the
+    study gives every row the same); one look where the design has one. A derived row cannot
+    take plain t intervals when its rows had a second look: rows that stopped early did so
+    partly because their spread came out small (tests/unit/tables/test_duets_releases.py
+    measures the undercoverage)."""
+    present = [r for r in rows if r is not None]
+    n1 = max([int(r["n_look1"]) for r in present if r["n_look1"] == r["n_look1"]] or [2])
+    n2 = max([int(r["n_max"]) for r in present if r["n_max"] == r["n_max"]] or [n1])
     return looks(max(n1, 2), max(n2, n1, 2))
+
+
+def critical(design, df: float, alpha: float, sides: int = 2) -> float:
+    """The t critical value of an interval at 1 - alpha (two-sided; sides=1: one-sided) under a
+    two-look design: at the nominal level of one look (sequential.py); NaN without df."""
+    if not df == df:
+        return math.nan
+    if sides == 2:
+        return float(sps.t.ppf(1 - float(design.nominal_two_sided(alpha)) / 2, df))
+    return float(sps.t.ppf(1 - float(design.nominal_one_sided(alpha)), df))
 
 
 def sequential_p(df: pd.DataFrame, designs: list) -> pd.DataFrame:
@@ -161,7 +186,7 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     """BH over the family's difference tests, each row's equivalence test at its own size, the
     intervals at the levels that make each drawn interval the tested one, verdicts, simultaneous
     bounds. With two looks, every level becomes the nominal level of one look (sequential.py)."""
-    designs = [_design(r) for _, r in df.iterrows()]
+    designs = [design_of(r) for _, r in df.iterrows()]
     out = sequential_p(df, designs)
     p_adj = verdicts.bh_adjust(out["p"].to_numpy(float))
     a_diff, _ = verdicts.fcr_alpha(p_adj, q)  # the drawn interval is the tested one
@@ -170,10 +195,8 @@ def adjust(df: pd.DataFrame, level: float, q: float, min_effect: float,
     out["p_threshold"] = verdicts.bh_threshold(out["p"].to_numpy(float), q)
     out["ci_level"] = 1 - a_diff
     out["tost_level"] = 1 - 2 * a_eq
-    crit = [float(sps.t.ppf(1 - float(g.nominal_two_sided(a_diff)) / 2, d)) if d == d
-            else math.nan for g, d in zip(designs, out["df"])]
-    crit_eq = [float(sps.t.ppf(1 - float(g.nominal_one_sided(a_eq)), d)) if d == d
-               else math.nan for g, d in zip(designs, out["df"])]
+    crit = [critical(g, d, a_diff) for g, d in zip(designs, out["df"])]
+    crit_eq = [critical(g, d, a_eq, sides=1) for g, d in zip(designs, out["df"])]
     mean, se = out["log_ratio"].to_numpy(float), out["se_log"].to_numpy(float)
     half, half_eq = np.array(crit) * se, np.array(crit_eq) * se
     out["ratio_ci_low"], out["ratio_ci_high"] = np.exp(mean - half), np.exp(mean + half)
@@ -200,8 +223,7 @@ def simultaneous(df: pd.DataFrame, level: float) -> pd.DataFrame:
             continue
         each = level ** (1.0 / k)
         for i, row in have.iterrows():
-            nominal = float(_design(row).nominal_one_sided(1 - each))
-            crit = float(sps.t.ppf(1 - nominal, row["df"]))
+            crit = critical(design_of(row), row["df"], 1 - each, sides=1)
             out.at[i, "simultaneous_low"] = math.exp(row["log_ratio"] - crit * row["se_log"])
             out.at[i, "simultaneous_high"] = math.exp(row["log_ratio"] + crit * row["se_log"])
     return out

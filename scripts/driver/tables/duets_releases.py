@@ -23,7 +23,7 @@ eager mode compares what a user who upgrades and keeps the default Keras sees.
 The duets' second look extends a row on its own result against the reference, and a row that
 stopped early did so partly because its spread came out small: plain Welch intervals of two such
 rows cover less than they say (about 0.93 for 0.95 in the test's simulation). So each row is
-judged under the rows' two-look design (machines_compared.design_of), as the duets table judges
+judged under the rows' two-look design (duets.design_of), as the duets table judges
 its own rows: sequential p-values, intervals at the nominal level of one look. The test measures
 the coverage under that extension and plants a miscalibration that fails it
 (tests/unit/tables/test_duets_releases.py).
@@ -35,7 +35,8 @@ import pandas as pd
 
 from driver.stats import verdicts
 from driver.study import layout
-from driver.tables.machines_compared import design_of, tost_p, welch, welch_intervals
+from driver.tables.duets import design_of, tost_p
+from driver.tables.machines_compared import welch, welch_intervals
 from driver.tables.ordering import env_sort_key
 
 SERIES = ["machine", "mode", "api", "input"]

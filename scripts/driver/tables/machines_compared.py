@@ -9,16 +9,16 @@ left / right: exp(log ratio left - log ratio right), its standard error sqrt(se_
 se_right^2) with Welch-Satterthwaite degrees of freedom (each machine's duets are independent of
 the other's; their variances are not assumed equal), which is scipy.stats.ttest_ind(...,
 equal_var=False) on the two machines' duets' log ratios. Where the duets had a second look, the
-test and intervals are judged under the rows' two-look design (`design_of`, `welch_intervals`:
+test and intervals are judged under the rows' two-look design (duets.design_of, `welch_intervals`:
 sequential p-values, intervals at one look's nominal level), since rows that stopped early have
 spreads selected small (tests/unit/tables/test_duets_releases.py measures it). Its test of "the
-machine does not change the ratio" is Benjamini-Hochberg at q over the table's rows, its interval at the level
-that makes the drawn interval the tested one (Benjamini-Yekutieli FCR, as the duets table), and
-the equivalence test (TOST, 1 +- min_effect on the interaction, each row at alpha_equivalence;
-its (1 - 2 alpha) interval interaction_tost_ci_low/high) says where the machines give the same
-ratio. machine_effect, equivalence first as every verdict of the study (driver/stats/verdicts.py):
-`same` (the TOST interval inside the band), else `differs` (the tested interval excludes 1), else
-`undecided`.
+machine does not change the ratio" is Benjamini-Hochberg at q over the table's rows, its
+interval at the level that makes the drawn interval the tested one (Benjamini-Yekutieli FCR, as
+the duets table), and the equivalence test (TOST, 1 +- min_effect on the interaction, each row
+at alpha_equivalence; its (1 - 2 alpha) interval interaction_tost_ci_low/high) says where the
+machines give the same ratio. machine_effect, equivalence first as every verdict of the study
+(driver/stats/verdicts.py): `same` (the TOST interval inside the band), else `differs` (the
+tested interval excludes 1), else `undecided`.
 
 A combined ratio over machines is not given: with two machines the spread between machines has
 one degree of freedom and cannot be estimated, and a fixed-effect (inverse-variance) mean would
@@ -40,6 +40,7 @@ from scipy import stats as sps
 from driver.stats import verdicts
 from driver.stats.sequential import looks
 from driver.study import layout
+from driver.tables.duets import critical, design_of, tost_p
 
 CONFIG = ["env", "cell_id", "mode", "keras", "api", "framework_version", "reference_env"]
 SIDE = ["machine", "n", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_level", "sd_log", "se_log",
@@ -74,15 +75,6 @@ def welch(log_left: float, se_left: float, df_left: float, log_right: float, se_
     df = var ** 2 / (se_left ** 4 / df_left + se_right ** 4 / df_right)
     se = math.sqrt(var)
     return diff, se, df, float(2 * sps.t.sf(abs(diff) / se, df))
-
-
-def tost_p(diff: float, se: float, df: float, min_effect: float) -> float:
-    """The equivalence test's p (the larger one-sided p against 1 +- min_effect, in log); NaN
-    without an se."""
-    if not math.isfinite(se):
-        return math.nan
-    m = math.log1p(min_effect)
-    return max(float(sps.t.sf((diff + m) / se, df)), float(sps.t.cdf((diff - m) / se, df)))
 
 
 def _side(row) -> dict:
@@ -133,28 +125,6 @@ def machines_compared_table(duets: pd.DataFrame, q: float = 0.05, min_effect: fl
             rows.append(row)
     out = pd.DataFrame(rows)
     return _intervals(out, q, alpha_equivalence, min_effect)[COLUMNS]
-
-
-def design_of(*rows) -> object:
-    """The two-look design (driver/stats/sequential.py) that a row derived from duets rows is
-    judged under: the rows' own (the study gives every row the same), one look where they have
-    one. A row derived from rows that the second look extended on their own results cannot take
-    plain t intervals: rows that stopped early did so partly because their spread came out small
-    (tests/unit/tables/test_duets_releases.py measures the undercoverage)."""
-    present = [r for r in rows if r is not None]
-    n1 = max([int(r["n_look1"]) for r in present if r["n_look1"] == r["n_look1"]] or [2])
-    n2 = max([int(r["n_max"]) for r in present if r["n_max"] == r["n_max"]] or [n1])
-    return looks(max(n1, 2), max(n2, n1, 2))
-
-
-def critical(design, df: float, alpha: float, sides: int = 2) -> float:
-    """The t critical value of an interval at 1 - alpha (two-sided; sides=1: one-sided) under a
-    two-look design: at the nominal level of one look (sequential.py); NaN without df."""
-    if not df == df:
-        return math.nan
-    if sides == 2:
-        return float(sps.t.ppf(1 - float(design.nominal_two_sided(alpha)) / 2, df))
-    return float(sps.t.ppf(1 - float(design.nominal_one_sided(alpha)), df))
 
 
 def welch_intervals(log: np.ndarray, se: np.ndarray, df: np.ndarray, p: np.ndarray, q: float,

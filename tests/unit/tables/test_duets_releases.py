@@ -20,8 +20,7 @@ from scipy import stats as sps
 
 from driver.stats import verdicts
 from driver.tables import duets_releases as dr
-from driver.tables import machines_compared as mc
-from driver.tables.duets import duets_table, open_rows
+from driver.tables.duets import critical, design_of, duets_table, open_rows
 
 GRAPH = [("tf2.0", "2.0.4", "graph", "tf.keras", 0.10), ("tf2.1", "2.1.4", "graph", "tf.keras", 0.10),
          ("tf2.10", "2.10.1", "graph", "tf.keras", -0.10), ("tf2.9", "2.9.3", "graph", "tf.keras", 0.10)]
@@ -121,12 +120,12 @@ def test_intervals_cover_at_their_rate_under_the_second_look_and_planted_errors_
     for _ in range(240):
         duets = _two_looks(rng, truths, 0.045)
         table = dr.duets_releases_table(duets)
-        kept += _covered(table, duets, truths, lambda r, a, b: mc.critical(
-            mc.design_of(a, b), r["df"], 0.05) * r["se_log"])
+        kept += _covered(table, duets, truths, lambda r, a, b: critical(
+            design_of(a, b), r["df"], 0.05) * r["se_log"])
         one_look += _covered(table, duets, truths,
                              lambda r, a, b: sps.t.ppf(0.975, r["df"]) * r["se_log"])
-        forgot += _covered(table, duets, truths, lambda r, a, b: mc.critical(
-            mc.design_of(a, b), a["df"], 0.05) * a["se_log"])
+        forgot += _covered(table, duets, truths, lambda r, a, b: critical(
+            design_of(a, b), a["df"], 0.05) * a["se_log"])
 
     def ci(hits):
         return sps.binomtest(sum(hits), len(hits)).proportion_ci(0.99)
