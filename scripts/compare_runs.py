@@ -207,6 +207,7 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     return {
         "duets_calibration": duets_calibration(fa, fb, level, sims),
         "pairs_calibration": duets_calibration(fa, fb, level, sims, table="pairs"),
+        "releases_calibration": duets_calibration(fa, fb, level, sims, table="duets_releases"),
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
         "cells_calibration_shift_kept": cell_raw,
@@ -239,13 +240,21 @@ def _machines(res: Results) -> dict:
         return {}
 
 
+# what names a row of the tables duets_calibration reads, beside duets' and pairs' (env, cell_id)
+ROW_KEYS = {"duets_releases": ["mode", "api", "input", "left_env", "right_env", "left_keras",
+                               "right_keras"]}
+
+
 def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS,
                       table: str = "duets") -> dict:
     """The headline's duets (duets.csv) across two runs: the check of the common shift and of
     the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
     sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
     no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
-    same for the pairs in one process (pairs.csv: rows share no process either). same_verdict:
+    same for the pairs in one process (pairs.csv: rows share no process either);
+    table="duets_releases": for each release against the one before, from the duets (two rows
+    that share a row of the duets table are not independent: the check reads them as if they
+    were). same_verdict:
     how many matched rows got the same verdict in both runs, and how many flipped (faster in
     one, slower in the other)."""
     tabs = [_results(f).table(table) if _results(f).has(table) else pd.DataFrame()
@@ -262,8 +271,7 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     if any(t.empty for t in tabs):
         return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,
                 "decided": decided}
-    keys = ["env", "cell_id"]
-    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    both = tabs[0].merge(tabs[1], on=ROW_KEYS.get(table, ["env", "cell_id"]), suffixes=("_a", "_b"))
     cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
             both["se_log_b"], both["df_b"])
     out = calibration.cross_run(*cols, level)
@@ -319,6 +327,10 @@ def checks_text(out: dict) -> list[str]:
     if duets.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, duets (the headline)",
                                              duets["check"])
+    releases = out.get("releases_calibration") or {}
+    if releases.get("matched"):
+        lines += crossrun_judge.verdict_text("cross-run check, releases from duets",
+                                             releases["check"])
     pairs = out.get("pairs_calibration") or {}
     if pairs.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, pairs in one process",

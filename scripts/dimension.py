@@ -45,6 +45,10 @@ def main(argv=None):
                         help="cells of a study: also print the minutes each size takes for them")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if not 0 < args.power < 1:
+        parser.error(f"--power {args.power}: a probability between 0 and 1")
+    if not args.margin > 0 or args.near < 0:
+        parser.error(f"--margin {args.margin} must be above 0 and --near {args.near} not below 0")
     levels = dimension.cell_levels(load(args.results))
     try:
         pooled = dimension.pooled(levels)

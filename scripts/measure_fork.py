@@ -79,14 +79,10 @@ def framework_module(framework):
 
 
 def f_test(fork_logs, fresh_logs, level=0.95):
-    """Variance ratio fork / fresh of the log medians, its F-test CI and two-sided p."""
-    a, b = np.asarray(fork_logs, float), np.asarray(fresh_logs, float)
-    da, db = a.size - 1, b.size - 1
-    ratio = float(a.var(ddof=1) / b.var(ddof=1))
-    lo = ratio / float(sps.f.ppf(0.5 + level / 2, da, db))
-    hi = ratio / float(sps.f.ppf(0.5 - level / 2, da, db))
-    p = 2 * min(float(sps.f.cdf(ratio, da, db)), float(sps.f.sf(ratio, da, db)))
-    return {"var_ratio": ratio, "ci_low": lo, "ci_high": hi, "p": min(1.0, p)}
+    """Variance ratio fork / fresh of one cell's log medians, its F-test CI and two-sided p
+    (`pooled_ratio` of that one cell)."""
+    r = pooled_ratio([centred_ss(fork_logs)], [centred_ss(fresh_logs)], level)
+    return {k: r[k] for k in ("var_ratio", "ci_low", "ci_high", "p")}
 
 
 def anova_sums(groups):
@@ -348,6 +344,8 @@ def main(argv=None):
                         help="time nothing: print the figures of a kept --records file")
     args = parser.parse_args(argv)
     if args.analyse:
+        if not os.path.isfile(args.analyse):
+            parser.error(f"--analyse {args.analyse}: no such records file")
         with open(args.analyse) as handle:
             kept = [json.loads(line) for line in handle if line.strip()]
         cells = list(dict.fromkeys((r["env"], r["cell"]) for r in kept))

@@ -56,6 +56,7 @@ def _duet_run(folder, truth, rng, offset_sd, n, sd, pairs=False):
     true log ratio, each with n replicates of sd around it plus a per-run offset of offset_sd."""
     from driver.tables import bundle
     from driver.tables import duets as duet_tables
+    from driver.tables.duets_releases import duets_releases_table
 
     cell = {"model": "small", "data": "small", "input": "numpy", "device": "cpu",
             "api": "fit" if pairs else "train_on_batch", "keras": "tf.keras", "mode": "graph"}
@@ -65,6 +66,7 @@ def _duet_run(folder, truth, rng, offset_sd, n, sd, pairs=False):
         for r, x in enumerate(rng.normal(t + off, sd, n)):
             rec = {"machine": "m", "env": f"tf2.{i}", "replicate": r, "status": "ok",
                    "cell": cell, "reference_env": "tf1.14", "reference_cell": cell,
+                   "left_framework_version": f"2.{i}.0",
                    "log_ratio": x, "left_median_s": 0.01, "right_median_s": 0.01}
             if pairs:
                 rec.update(kind="pair", reference_env=f"tf2.{i}",
@@ -74,6 +76,8 @@ def _duet_run(folder, truth, rng, offset_sd, n, sd, pairs=False):
     folder.mkdir()
     bundle.write_table(duet_tables.duets_table(recs, kind="pairs"), folder / "pairs.csv")
     bundle.write_table(duet_tables.duets_table(recs), folder / "duets.csv")
+    bundle.write_table(duets_releases_table(duet_tables.duets_table(recs)),
+                       folder / "duets_releases.csv")
     return folder
 
 
@@ -97,6 +101,13 @@ def test_duets_are_judged_on_their_own_with_the_plain_binomial_ci(tmp_path):
     planted = 0.05 / _math.sqrt(6) * 2  # each row moved by 2 of its se, per run
     bad = compare_runs.duets_calibration(run(tmp_path / "c", planted), run(tmp_path / "d", planted))
     assert not bad["ok"]
+    # the releases from these duets: the same check passes the calibrated runs and fails the
+    # planted ones (every duets row moved, so every release row built from it moved too)
+    good_rel = compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b",
+                                              table="duets_releases")
+    assert good_rel["matched"] == 39 and good_rel["ok"]
+    assert not compare_runs.duets_calibration(tmp_path / "c", tmp_path / "d",
+                                              table="duets_releases")["ok"]
 
 
 def test_an_older_folders_inconclusive_is_todays_undecided(tmp_path):

@@ -129,6 +129,10 @@ def test_make_dimension_reads_a_results_dir(tmp_path, capsys):
     assert f"needs k >= {twin['processes']}" in text and "a row 5 % from equal" in text
     main([str(tmp_path / "results"), "--cells", "159", "--power", "0.6"])
     assert "min for 159 cells" in capsys.readouterr().out
+    for bad in (["--power", "1.2"], ["--margin", "0"]):
+        with pytest.raises(SystemExit):
+            main([str(tmp_path / "results"), *bad])
+        assert "--" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="no cell files"):
         main([str(tmp_path / "nothing")])
 
