@@ -1,11 +1,14 @@
 """Check a machine before the study spends any time on it (`make doctor`; `make study` runs the
-study part first): the platform, a Python for each `python=X.Y` pin of the env files the study plans
-(found exactly as the env builder finds them: scripts/build_env.py), the disk space for the envs not
-built yet (against the measured need per env, `DISK_NEED`, which names its run note), and for
-`make test` Chromium and the SLURM and munge programs. Prints each missing piece with the command
-that installs it and exits 1 when anything the chosen target needs is missing.
+same check first): the platform, a Python for each `python=X.Y` pin of the env files the study plans
+(found exactly as the env builder finds them: scripts/build_env.py), and the disk space for the envs
+not built yet (against the measured need per env, `DISK_NEED`, which names its run note). Prints
+each missing piece with the command that installs it and exits 1 when the study cannot run.
 
-    python scripts/doctor.py [--for study|test|all] [--quiet] [-- SNAKEMAKE ARGS]
+What only the tests need (Chromium for the report's browser tests, the SLURM and munge programs
+for the cluster test) is a check of its own: `--for study` prints it as information and does not
+fail on it; `--for test` (`make doctor-tests`) fails on it.
+
+    python scripts/doctor.py [--for study|test] [--quiet] [-- SNAKEMAKE ARGS]
 
 Snakemake's own arguments after `--` (make study's ARGS) are read for what changes the plan:
 `--configfile`, `--config key=value`, `--sdm conda` (conda brings its own Python: conda is checked
@@ -227,43 +230,59 @@ def check_test_tools():
     return missing, found
 
 
+def study_checks(rest):
+    """(missing, found) pairs of what `make study` needs, for Snakemake's arguments `rest`."""
+    configfiles, overrides, conda = snakemake_options(rest)
+    config = load_config(configfiles, overrides)
+    envs = planned_envs(config)
+    if conda:
+        return [check_platform(), check_conda()]
+    return [check_platform(), check_interpreters(envs, config.get("interpreters") or {}),
+            check_disk(envs, os.path.join(REPO, config.get("env_root", ".envs")))]
+
+
+def report(target, results, quiet, informative=False):
+    """Print one target's findings; return how many pieces are missing for it. An informative
+    target's gaps are printed as information and do not count."""
+    gaps = 0
+    for more, ok in results:
+        for line in ([] if quiet or not ok else ok if isinstance(ok, list) else [ok]):
+            print("[doctor] ok: %s" % line)
+        for line in more:
+            if informative:
+                print("[doctor] for make test only: %s" % line)
+            else:
+                print("[doctor] MISSING for make %s: %s" % (target, line), file=sys.stderr)
+        gaps += len(more)
+    if informative:
+        if gaps:
+            print("[doctor] make study does not need these; `make doctor-tests` checks what the "
+                  "tests need")
+        return 0
+    if gaps:
+        print("[doctor] make %s: %d missing; install them and run `make doctor%s` again"
+              % (target, gaps, "-tests" if target == "test" else ""), file=sys.stderr)
+    elif not quiet:
+        print("[doctor] make %s: everything it needs is here" % target)
+    return gaps
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
     own = argv[:argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--for", dest="target", choices=["study", "test", "all"], default="all",
-                        help="what to check for: make study, make test, or both (default)")
-    parser.add_argument("--quiet", action="store_true", help="print only what is missing")
+    parser.add_argument("--for", dest="target", choices=["study", "test"], default="study",
+                        help="what must be here: what make study needs (default; the tests' "
+                             "tools are printed as information), or what make test needs")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only what is missing for the target")
     args = parser.parse_args(own)
-    configfiles, overrides, conda = snakemake_options(rest)
-    checks = {"study": [check_platform()]}
-    if args.target in ("study", "all"):
-        config = load_config(configfiles, overrides)
-        envs = planned_envs(config)
-        if conda:
-            checks["study"].append(check_conda())
-        else:
-            checks["study"].append(check_interpreters(envs, config.get("interpreters") or {}))
-            checks["study"].append(check_disk(envs, os.path.join(REPO, config.get("env_root", ".envs"))))
-    if args.target in ("test", "all"):
-        checks["test"] = [check_test_tools()]
     if args.target == "test":
-        checks["test"].insert(0, checks.pop("study")[0])
-    missing = 0
-    for target, results in checks.items():
-        for more, ok in results:
-            for line in ([] if args.quiet or not ok else ok if isinstance(ok, list) else [ok]):
-                print("[doctor] ok: %s" % line)
-            for line in more:
-                print("[doctor] MISSING for make %s: %s" % (target, line), file=sys.stderr)
-            missing += len(more)
-        gaps = sum(len(more) for more, _ in results)
-        if gaps:
-            print("[doctor] make %s: %d missing; install them and run `make doctor` again"
-                  % (target, gaps), file=sys.stderr)
-        elif not args.quiet:
-            print("[doctor] make %s: everything it needs is here" % target)
+        return 1 if report("test", [check_platform(), check_test_tools()], args.quiet) else 0
+    missing = report("study", study_checks(rest), args.quiet)
+    if not args.quiet:
+        report("test", [check_test_tools()], False, informative=True)
     return 1 if missing else 0
 
 

@@ -138,3 +138,78 @@ def test_too_little_disk_is_missing_with_what_to_do(tmp_path, monkeypatch):
     assert ok is None and "1 of 1 envs to build" in missing[0] and "env_root" in missing[0]
     assert doctor.DISK_NEED["note"] in missing[0]
     assert (REPO / doctor.DISK_NEED["note"]).exists(), "the measured need cites its run note"
+
+
+def test_what_only_the_tests_need_is_information_for_the_study(monkeypatch, capsys):
+    """A machine ready for make study but without Chromium and SLURM: `make doctor` (--for study)
+    exits 0 and names them as information; `make doctor-tests` (--for test) exits 1 on them."""
+    monkeypatch.setattr(doctor, "study_checks", lambda rest: [([], "platform Linux x86_64")])
+    monkeypatch.setattr(doctor, "check_platform", lambda: ([], "platform Linux x86_64"))
+    monkeypatch.setattr(doctor, "check_test_tools",
+                        lambda: (["chromium: not at /usr/bin/chromium", "SLURM: sbatch not found"], []))
+    assert doctor.main(["--for", "study"]) == 0
+    out = capsys.readouterr()
+    assert "MISSING" not in out.err and "for make test only: chromium" in out.out
+    assert "make doctor-tests" in out.out
+    assert doctor.main([]) == 0, "make doctor checks the study by default"
+    capsys.readouterr()
+    assert doctor.main(["--for", "test"]) == 1
+    err = capsys.readouterr().err
+    assert "MISSING for make test: chromium" in err and "MISSING for make test: SLURM" in err
+
+
+def test_make_doctor_fails_only_on_what_the_study_needs(monkeypatch, capsys):
+    monkeypatch.setattr(doctor, "study_checks", lambda rest: [(["Python 3.7: not found"], None)])
+    monkeypatch.setattr(doctor, "check_test_tools", lambda: ([], ["chromium: /usr/bin/chromium"]))
+    assert doctor.main(["--for", "study", "--", "--configfile", "tests/quick.yaml"]) == 1
+    assert "MISSING for make study: Python 3.7" in capsys.readouterr().err
+
+
+def test_the_make_targets_call_the_doctor_for_their_own_part():
+    text = (REPO / "Makefile").read_text()
+    recipe = {name: text.split("\n%s:" % name, 1)[1].splitlines()[1].strip()
+              for name in ("doctor", "doctor-tests")}
+    assert "doctor.py --for study -- $(ARGS)" in recipe["doctor"], recipe
+    assert "doctor.py --for test" in recipe["doctor-tests"], recipe
+
+
+def help_groups():
+    """{group heading: [targets]} as `make help` prints them."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "help"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    groups, heading = {}, None
+    for line in out.stdout.splitlines():
+        if line.startswith("  make "):
+            groups.setdefault(heading, []).append(line.split()[1])
+        elif line.strip():
+            heading = line.strip()
+    return groups
+
+
+def test_make_help_puts_every_target_in_exactly_one_group():
+    import re
+    text = (REPO / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", text, re.M))
+    phony = set(re.search(r"^\.PHONY:(.*)$", text, re.M).group(1).split())
+    groups = help_groups()
+    assert None not in groups, "a target printed before any group heading"
+    assert [g.split()[0] for g in groups] == ["For", "For", "Research"], list(groups)
+    listed = [t for names in groups.values() for t in names]
+    assert sorted(listed) == sorted(targets) == sorted(phony), (
+        "in no group or in two: %s" % sorted(set(targets).symmetric_difference(listed) |
+                                             {t for t in listed if listed.count(t) > 1}))
+    users = groups[next(g for g in groups if g.startswith("For users"))]
+    assert {"doctor", "quick", "study", "own", "publish", "compare-runs", "retry-failed",
+            "unlock"} <= set(users)
+
+
+def test_the_readme_names_only_the_users_targets():
+    import re
+    text = (REPO / "README.md").read_text()
+    block = re.compile(r"<!-- answer:.*?<!-- /answer -->", re.S)
+    named = set(re.findall(r"\bmake ([a-z][a-z-]*)", block.sub("", text)))
+    groups = help_groups()
+    users = set(groups[next(g for g in groups if g.startswith("For users"))])
+    assert named and named <= users, "README names targets outside the users' group: %s" % (
+        sorted(named - users))
