@@ -14,7 +14,17 @@ import numpy as np
 import pandas as pd
 
 from driver.report.answer import API_TEXT, MODE_TEXT, headline_rows, like_for_like, norm_verdict
-from driver.report.fmt import col, ncol, num, records, text, version_key
+from driver.report.fmt import (
+    col,
+    machine_names,
+    machines_of,
+    ncol,
+    num,
+    of_machine,
+    records,
+    text,
+    version_key,
+)
 from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER, verdict_word
 from driver.tables.results import Results
 
@@ -167,9 +177,14 @@ def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager",
     """The other TF 1 releases against the reference, in the configuration of the headline
     (tf.keras, train_on_batch, numpy, the smallest model and data): where a slowdown starts,
     from the cells' medians; with tf2=False (the duets answer TF 2.x) the first TF 2 is left to
-    the answer, so no version gets two ratios on one page."""
+    the answer, so no version gets two ratios on one page. The cells of one machine: every
+    ratio is a time over the same machine's reference (bottom_line calls it per machine)."""
     if cells.empty or "median_s" not in cells.columns:
         return None
+    if len(machines_of(cells)) > 1:
+        raise ValueError("tf1_line reads one machine's cells; bottom_line splits them")
+    if "machine" in cells.columns:  # the A/A twin key's copies of the same cells
+        cells = cells[~cells["machine"].map(text).str.endswith(".twin")]
     ok = cells[(col(cells, "status").map(text) == "ok") & (col(cells, "framework").map(text)
                                                            == "tensorflow")]
     conf = ok[(col(ok, "keras").map(text) == "tf.keras") & (col(ok, "api").map(text)
@@ -211,9 +226,13 @@ def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager",
 
 
 def frameworks_line(best: pd.DataFrame) -> dict | None:
-    """Each other framework's fastest training step against TensorFlow's fastest."""
+    """Each other framework's fastest training step against TensorFlow's fastest, of one
+    machine (bottom_line calls it per machine): each row's interval is adjusted for its own
+    candidates, which differ between frameworks (torch has fewer configurations)."""
     if best.empty:
         return None
+    if len(machines_of(best)) > 1:
+        raise ValueError("frameworks_line reads one machine's rows; bottom_line splits them")
     rows = [r for r in records(best) if text(r.get("task"), "train") == "train"]
     if not rows:
         return None
@@ -221,21 +240,22 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
     for r in rows:
         ratio = num(r.get("ratio"))
         said = verdict_word(norm_verdict(r.get("verdict")))
+        level, cands = num(r.get("ci_level")), num(r.get("candidates"))
+        basis = (f", {level * 100:.2f} % interval adjusted for its {int(cands)} candidates"
+                 if math.isfinite(level) and math.isfinite(cands) else "")
         bits.append(f"{text(r.get('left_family'), text(r.get('left_framework')))} "
-                    f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({said})")
-    ref = rows[0]
-    level, cands = num(ref.get("ci_level")), num(ref.get("candidates"))
+                    f"{num(r.get('left_median_s')) * 1e3:,.1f} ms, {ratio:.2f}x ({said}{basis})")
+    tfs = list(dict.fromkeys(
+        f"TensorFlow's best {num(r.get('right_median_s')) * 1e3:,.1f} ms "
+        f"(TF {text(r.get('right_framework_version'))} {text(r.get('right_mode'))} "
+        f"{text(r.get('right_api'))}, {text(r.get('right_keras'))})" for r in rows))
     # C9: these intervals are adjusted for every candidate; the guidance compares each
     # configuration with the fastest alone, so a pair can be undecided here and told apart there
-    basis = (f" (intervals at {level * 100:.2f} %, adjusted for the {int(cands)} candidates "
-             "each best was picked from; the guidance's lists test each configuration against "
-             "the fastest alone, so they can tell apart what is undecided here)"
-             if math.isfinite(level) and math.isfinite(cands) else "")
-    tf = (f"TensorFlow's best {num(ref.get('right_median_s')) * 1e3:,.1f} ms "
-          f"(TF {text(ref.get('right_framework_version'))} {text(ref.get('right_mode'))} "
-          f"{text(ref.get('right_api'))}, {text(ref.get('right_keras'))})")
+    adjusted = any(math.isfinite(num(r.get("candidates"))) for r in rows)
+    basis = (" (the guidance's lists test each configuration against the fastest alone, so "
+             "they can tell apart what is undecided here)" if adjusted else "")
     return {"what": "Best against best (training)",
-            "text": "; ".join(bits) + f" against {tf}{basis}.",
+            "text": "; ".join(bits) + f" against {' / '.join(tfs)}{basis}.",
             "cls": "mixed"}
 
 
@@ -280,13 +300,14 @@ def fit_line(tabs: dict, cells: pd.DataFrame) -> dict | None:
 
 
 def resolution_line(head: pd.DataFrame, level: float) -> dict | None:
-    """The smallest difference this run tells apart: the median half-width of a version's
-    tested interval, in %."""
+    """The smallest difference one machine's duets tell apart: the median half-width of a
+    version's tested interval, in % (bottom_line calls it per machine: machines resolve
+    differently)."""
     lo, hi = ncol(head, "ratio_ci_low"), ncol(head, "ratio_ci_high")
     half = (np.sqrt(hi / lo) - 1).dropna()
     if half.empty:
         return None
-    return {"what": "Resolution", "text": f"this run tells apart differences of about ±"
+    return {"what": "Resolution", "text": f"the duets tell apart differences of about ±"
             f"{half.median() * 100:.0f} % (half a version's tested interval, typically; "
             f"{half.min() * 100:.0f}–{half.max() * 100:.0f} %).", "cls": "mixed"}
 
@@ -321,13 +342,34 @@ def more_lines(bottom: dict) -> list[dict]:
     return [line for line in bottom["lines"] if not line["what"].startswith(SAID_BY_QUESTIONS)]
 
 
-def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: float = 0.95,
-                previous: dict | None = None) -> dict:
-    """{"lines": the bottom line, "reference": "TF 1.14.0"}: per mode first, then the rest."""
+def duets_count_text(rows: pd.DataFrame) -> str:
+    """How many duets stand behind each version, from the rows: "4 duets per version", or, where
+    the second look extended some rows, "4 to 10 duets per version (3 rows extended by the
+    second look)"."""
+    n = ncol(rows, "n").dropna()
+    if n.empty:
+        return "an unknown number of duets per version"
+    lo, hi = int(n.min()), int(n.max())
+    if lo == hi:
+        return f"{lo} duets per version"
+    first = ncol(rows, "n_look1")
+    extended = int((ncol(rows, "n") > first).sum()) if first.notna().any() else 0
+    more = (f" ({extended} row{'s' * (extended != 1)} extended by the second look)"
+            if extended else "")
+    return f"{lo} to {hi} duets per version{more}"
+
+
+def _machine_tabs(tabs: dict, key: str) -> dict:
+    """Every table's rows of one machine (a table without a machine column whole)."""
+    return {name: of_machine(df, key) if isinstance(df, pd.DataFrame) else df
+            for name, df in tabs.items()}
+
+
+def _machine_lines(tabs: dict, cells: pd.DataFrame, reference_env: str, reference: str,
+                   level: float) -> list[dict]:
+    """The bottom line's lines of one machine's tables and cells."""
     tf2 = tabs.get("tf2_vs_tf1", pd.DataFrame())
     df = like_for_like(tf2)
-    refs = sorted({text(r) for r in col(df, "right_framework_version").dropna()})
-    reference = "TF " + ", ".join(refs) if refs else reference_env
     lines = []
     heads = []
     duets = tabs.get("duets", pd.DataFrame())
@@ -343,8 +385,8 @@ def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: floa
         else:
             line = mode_line(head, mode, HEADLINE_API, reference, level)
             line["note"] = ("from duets: each version and " + reference + " timed in turns "
-                            "in two live workers, " + f"{int(ncol(head, 'n').min())}"
-                            + " duets each (docs/design.md)")
+                            "in two live workers, " + duets_count_text(head)
+                            + " (docs/design.md)")
             legacy = duet_rows(duets, mode, legacy=True)
             if not legacy.empty:
                 line["text"] = line["text"].rstrip(".") + "; " + legacy_text(legacy) + "."
@@ -356,6 +398,35 @@ def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: floa
                  resolution_line(pd.concat(heads) if heads else pd.DataFrame(), level)):
         if line:
             lines.append(line)
+    return lines
+
+
+def bottom_line(tabs: dict, cells: pd.DataFrame, reference_env: str, level: float = 0.95,
+                previous: dict | None = None, facts: dict | None = None) -> dict:
+    """{"lines": the bottom line, "reference": "TF 1.14.0"}: per mode first, then the rest.
+    With several machines every line is one machine's, computed from its rows only (a ratio
+    never sets one machine's time against another's), and its `what` ends with the machine in
+    plain words (machine_names: `facts` are the machine facts, key -> facts)."""
+    tf2 = tabs.get("tf2_vs_tf1", pd.DataFrame())
+    refs = sorted({text(r) for r in col(like_for_like(tf2), "right_framework_version").dropna()})
+    reference = "TF " + ", ".join(refs) if refs else reference_env
+    keys = sorted(set().union(*(machines_of(df) for df in [*tabs.values(), cells]
+                                if isinstance(df, pd.DataFrame))) - {""})
+    if len(keys) < 2:
+        lines = _machine_lines(tabs, cells, reference_env, reference, level)
+    else:
+        names = machine_names(keys, facts, cells)
+        lines = []
+        for key in keys:
+            for line in _machine_lines(_machine_tabs(tabs, key), of_machine(cells, key),
+                                       reference_env, reference, level):
+                line["kind"], line["machine"] = line["what"], key
+                line["what"] = f"{line['what']} ({names[key]})"
+                lines.append(line)
+        # one machine's lines after the other's would split each question: keep a line's
+        # kind together, the machines in turn
+        kinds = list(dict.fromkeys(line["kind"] for line in lines))
+        lines.sort(key=lambda line: kinds.index(line["kind"]))
     if previous is not None:
         lines.append(agreement_line(tabs, previous))
     for line in lines:

@@ -144,3 +144,44 @@ def fold_constants(table: dict) -> dict:
     return {**table, "columns": [columns[i] for i in keep],
             "rows": [[r[i] for i in keep] for r in rows],
             "constant": [*table.get("constant", []), *constant]}
+
+
+def machines_of(df: pd.DataFrame) -> list[str]:
+    """The machine keys of a table's rows, sorted; [""] for a table without a machine column
+    (one machine, unnamed), [] for no rows. The A/A twin keys (`<machine>.twin`) are the same
+    machine and are left out."""
+    if not len(df):
+        return []
+    if "machine" not in df.columns:
+        return [""]
+    keys = sorted({text(m) for m in df["machine"]} - {""})
+    return [k for k in keys if not k.endswith(".twin")] or [""]
+
+
+def of_machine(df: pd.DataFrame, key: str) -> pd.DataFrame:
+    """A table's rows of one machine key ("": all rows, for a table without machines)."""
+    if not key or "machine" not in df.columns:
+        return df
+    return df[df["machine"].map(text) == key]
+
+
+def machine_names(keys, facts: dict | None = None, cells: pd.DataFrame | None = None) -> dict:
+    """A machine in plain words per key: its CPU model and cores from the machine facts
+    (driver/tables/facts.py), else the CPU model that the cells recorded, else the key; two
+    machines that would read alike keep their key's hash to tell them apart."""
+    facts = facts or {}
+    names = {}
+    for key in keys:
+        f = facts.get(key) or {}
+        model = text(f.get("cpu_model"))
+        if not model and cells is not None and len(cells) and {"machine", "cpu_model"} <= set(
+                cells.columns):
+            found = cells.loc[cells["machine"].map(text) == key, "cpu_model"].dropna()
+            model = text(found.iloc[0]) if len(found) else ""
+        model = " ".join(model.replace("(R)", "").replace("(TM)", "").split())
+        cores = num(f.get("cpu_count"))
+        names[key] = (f"{model}, {int(cores)} cores" if model and math.isfinite(cores)
+                      else model or key)
+    seen = [n for n in names.values()]
+    return {k: (f"{n} ({k.rsplit('-', 1)[-1]})" if seen.count(n) > 1 and n != k else n)
+            for k, n in names.items()}

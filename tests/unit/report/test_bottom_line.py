@@ -133,8 +133,13 @@ def test_published_first_screen_lines():
     cells = bundle.read_table(folder / "cells.csv")
     lines = bottom_line(tabs, cells, "tf1.14")["lines"]
     whats = [line["what"] for line in lines]
-    assert whats[:2] == ["TF 1-style graph, train_on_batch()", "Eager mode, train_on_batch()"]
-    assert 3 <= len(lines) <= 7
+    machines = sorted({m for m in tabs["duets"]["machine"]})
+    # one line per machine and kind, the machines in turn, each named in plain words
+    assert [w.split(" (")[0] for w in whats[:2 * len(machines)]] == \
+        ["TF 1-style graph, train_on_batch()"] * len(machines) + \
+        ["Eager mode, train_on_batch()"] * len(machines)
+    assert [line.get("machine", machines[0]) for line in lines[:len(machines)]] == machines
+    assert 3 * len(machines) <= len(lines) <= 7 * len(machines)
 
 
 # --- config previous_results: an earlier run's tables for the agreement line ------------------
