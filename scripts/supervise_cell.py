@@ -8,6 +8,7 @@ run leaves no partial file and a rerun does the cell again.
 """
 import argparse
 import collections
+import contextlib
 import json
 import os
 import shutil
@@ -103,6 +104,46 @@ class OrchestratorMeter(object):
             roles = {role: round(c1[role] - c0.get(role, 0.0), 3) for role in c1}
             self.result = {"orchestrator_cpu_s": sum(roles.values()), "window_s": wall,
                            "orchestrator_pids": len(self.pids), "by_role": roles}
+
+
+def scratch_path(out, machine):
+    """The worker's own temp folder for the file `out` of a study,
+    results/<stage>/<machine>/<env>/<cell>.r<rep>.json -> results/scratch/<machine>/<stage>/<env>/
+    <cell>.r<rep>/ (beside `out` when it is laid out otherwise)."""
+    out = os.path.abspath(out)
+    env_dir = os.path.dirname(out)
+    machine_dir = os.path.dirname(env_dir)
+    stage_dir = os.path.dirname(machine_dir)
+    job = os.path.splitext(os.path.basename(out))[0]
+    if os.path.basename(machine_dir) != machine:
+        return os.path.join(env_dir, ".scratch-" + job)
+    return os.path.join(os.path.dirname(stage_dir), "scratch", machine, os.path.basename(stage_dir),
+                        os.path.basename(env_dir), job)
+
+
+@contextlib.contextmanager
+def worker_scratch(out, machine, *envs):
+    """Point the workers' temp folder (TMPDIR, TEMP, TMP in each of `envs`, changed in place) at a folder of
+    its own under the study's results, and remove it when the block ends, success or failure.
+    Why: TF's autograph writes a `__autograph_generated_file*.py` per converted function through
+    `tempfile` and never removes it, so a study left thousands in /tmp."""
+    folder = scratch_path(out, machine)
+    shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers
+    os.makedirs(folder)
+    for env in envs:
+        env.update(TMPDIR=folder, TEMP=folder, TMP=folder)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(folder))))
+        parent = os.path.dirname(folder)
+        while os.path.basename(top) == "scratch" and parent.startswith(top):
+            try:  # the empty folders above it, up to results/scratch itself
+                os.rmdir(parent)
+            except OSError:
+                break
+            parent = os.path.dirname(parent)
 
 
 def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
@@ -216,8 +257,9 @@ def supervise(args):
         prov["load_before"] = provenance.load_average()
         t0 = time.monotonic()
         meter = OrchestratorMeter()
-        code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb,
-                                             on_line=meter.on_line)
+        with worker_scratch(args.out, args.machine, env):
+            code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb,
+                                                 on_line=meter.on_line)
         prov["orchestrator_cpu"] = meter.result
         prov["cell_wall_s"] = time.monotonic() - t0
         prov["load_after"] = provenance.load_average()

@@ -20,6 +20,8 @@ from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from supervise_cell import worker_scratch  # noqa: E402
+
 from driver.study import duet, layout, probe, provenance  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import machine  # noqa: E402
@@ -112,34 +114,36 @@ def supervise(args):
         rec["load_before"] = provenance.load_average()
         procs_before = machine.process_cpu()
         workers = {}
-        try:
-            # side a = the reference (right), side b = the TF 2.x env (left); a starts first
-            out, workers = run_sides(left, right, args, design, Log())
-            rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
-                       left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
-                       alternation_s=out["alternation_s"])
-            if together:
-                rec["built_first"] = {"a": "right", "b": "left"}[out["built_first"]]
-            rec.update(summarize(out["windows"]))
-            # other processes' CPU over the timed windows, as a cell meters it (each window
-            # taken by one worker while the other waits on its next command)
-            cpu = machine.combine_windows(workers["a"].cpu + workers["b"].cpu)
-            rec["cpu_window"] = cpu
-            rec["foreign_cpu_max_share"] = args.foreign_cpu_max_share
-            rec["foreign_cpu_flag"] = (machine.foreign_flag(cpu, args.foreign_cpu_max_share)
-                                       if cpu else None)
-            # who else used the CPU over the whole duet (its start and builds included, the
-            # workers left out): names what the meter flags
-            rec["foreign_processes"] = machine.top_consumers(
-                procs_before, machine.process_cpu(),
-                exclude_groups={getattr(w, "worker", w).proc.pid for w in workers.values()})
-        except Exception as exc:  # any failure is this duet's, written down, never the study's
-            rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
-                       log_tail="\n".join(tail))
-        finally:
-            for w in {id(getattr(w, "worker", w)): getattr(w, "worker", w)
-                      for w in workers.values()}.values():
-                w.close()
+        # the workers' temp files (autograph's among them) go to a folder of this duet's, removed after
+        with worker_scratch(args.out, args.machine, left["env"], right["env"]):
+            try:
+                # side a = the reference (right), side b = the TF 2.x env (left); a starts first
+                out, workers = run_sides(left, right, args, design, Log())
+                rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
+                           left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
+                           alternation_s=out["alternation_s"])
+                if together:
+                    rec["built_first"] = {"a": "right", "b": "left"}[out["built_first"]]
+                rec.update(summarize(out["windows"]))
+                # other processes' CPU over the timed windows, as a cell meters it (each window
+                # taken by one worker while the other waits on its next command)
+                cpu = machine.combine_windows(workers["a"].cpu + workers["b"].cpu)
+                rec["cpu_window"] = cpu
+                rec["foreign_cpu_max_share"] = args.foreign_cpu_max_share
+                rec["foreign_cpu_flag"] = (machine.foreign_flag(cpu, args.foreign_cpu_max_share)
+                                           if cpu else None)
+                # who else used the CPU over the whole duet (its start and builds included, the
+                # workers left out): names what the meter flags
+                rec["foreign_processes"] = machine.top_consumers(
+                    procs_before, machine.process_cpu(),
+                    exclude_groups={getattr(w, "worker", w).proc.pid for w in workers.values()})
+            except Exception as exc:  # any failure is this duet's, written down, never the study's
+                rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
+                           log_tail="\n".join(tail))
+            finally:
+                for w in {id(getattr(w, "worker", w)): getattr(w, "worker", w)
+                          for w in workers.values()}.values():
+                    w.close()
         rec["wall_s"] = time.monotonic() - t0
         rec["peak_rss_mb"] = {"left": getattr(workers.get("b"), "peak_rss_mb", None),
                               "right": getattr(workers.get("a"), "peak_rss_mb", None)}
