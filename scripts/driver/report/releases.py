@@ -56,6 +56,43 @@ def keras_label(r: dict) -> str:
     return left or keras
 
 
+# the configuration the duets time (driver/tables/duets.py): train_on_batch on the small model
+# and data, numpy input, on the CPU; a cells' row of another configuration is not theirs
+DUET_CONFIG = {"model": "small", "data": "small", "device": "cpu"}
+DUET_KEYS = ("machine", "mode", "api", "input", "left_env", "right_env", "left_keras",
+             "right_keras")
+
+
+def duet_answers(duets_releases: pd.DataFrame) -> dict:
+    """{(machine, mode, api, input, later env, earlier env, later Keras, earlier Keras): the
+    duets' words for that release step}: where the duets answer a question that a cells' row
+    (adjacent_releases, changepoints) also answers, the cells' row is descriptive only."""
+    out = {}
+    for r in records(duets_releases):
+        v = text(r.get("verdict"))
+        ratio, lo, hi = (num(r.get(k)) for k in ("ratio", "ratio_ci_low", "ratio_ci_high"))
+        out[tuple(text(r.get(k)) for k in DUET_KEYS)] = {
+            "verdict": v, "cls": verdicts.words(v).cls,
+            "text": f"{verdicts.verdict_word(v, 'later')}, {fmt_ratio(ratio)} "
+                    f"[{fmt_ratio(lo)}, {fmt_ratio(hi)}]"}
+    return out
+
+
+def duet_answer(r: dict, answers: dict, later: str = "left_env", earlier: str = "right_env",
+                later_keras: str = "left_keras", earlier_keras: str = "right_keras") -> dict | None:
+    """The duets' answer (duet_answers) to the release step a cells' row measures, or None."""
+    if not answers or any(text(r.get(k)) not in ("", v) for k, v in DUET_CONFIG.items()):
+        return None
+    key = (text(r.get("machine")), text(r.get("mode")), text(r.get("api")), text(r.get("input")),
+           text(r.get(later)), text(r.get(earlier)), text(r.get(later_keras)),
+           text(r.get(earlier_keras)))
+    return answers.get(key)
+
+
+def descriptive(answer: dict) -> str:
+    return f"descriptive (the duets answer this: {answer['text']})"
+
+
 def _config(r: dict) -> str:
     parts = [text(r.get(a)) for a in ("model", "data")]
     label = f"{parts[0]} model, {parts[1]} data · " if all(parts) else ""
@@ -65,11 +102,13 @@ def _config(r: dict) -> str:
     return label + " · ".join(a for a in axes if a and a != "none")
 
 
-def _change_row(r: dict) -> list[dict]:
+def _change_row(r: dict, answer: dict | None = None) -> list[dict]:
     ratio = num(r.get("ratio"))  # later / earlier
     v = text(r.get("verdict"))
     cls = verdicts.words(v).cls
-    if v == verdicts.LEFT_FASTER:
+    if answer is not None:  # the cells' verdict is left out where the duets give one
+        what, cls = descriptive(answer), ""
+    elif v == verdicts.LEFT_FASTER:
         what = f"{1 / ratio:.2f}x as fast"
     elif v == verdicts.RIGHT_FASTER:
         what = f"{ratio:.2f}x the time"
@@ -95,10 +134,13 @@ CHANGE_COLUMNS = [{"label": c, "num": n} for c, n in (
     ("after / before [CI]", True), ("change", False), ("p, adjusted", True))]
 
 
-def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> list[dict]:
+def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str],
+                   duets_releases: pd.DataFrame | None = None) -> list[dict]:
     """One entry per (machine, line, release): its rows against the version before, the
     significant changes first (slower before faster, biggest first). New envs first, then each
-    line's releases newest first."""
+    line's releases newest first. A row whose step the duets answer (duets_releases) is
+    descriptive: its cells' verdict is left out of the row and of the counts, the duets' shown."""
+    answers = duet_answers(duets_releases if duets_releases is not None else pd.DataFrame())
     rows = [r for r in records(adjacent) if text(r.get("api")) != "matmul"]
     groups: dict = {}
     for r in rows:
@@ -108,7 +150,8 @@ def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> 
     rank = {e: i for i, e in enumerate(order)}
     out = []
     for (machine, line, env), part in groups.items():
-        v = [text(r.get("verdict")) for r in part]
+        answered = [duet_answer(r, answers) is not None for r in part]
+        v = [text(r.get("verdict")) if not a else "duets" for r, a in zip(part, answered)]
 
         def size(r):
             ratio = num(r.get("ratio"))
@@ -131,9 +174,10 @@ def release_groups(adjacent: pd.DataFrame, order: list[str], new: list[str]) -> 
             "new": env in new, "n": len(part),
             "n_slower": v.count(verdicts.RIGHT_FASTER), "n_faster": v.count(verdicts.LEFT_FASTER),
             "n_equivalent": v.count(verdicts.EQUIVALENT),
-            "n_undecided": v.count(verdicts.INCONCLUSIVE),
+            "n_undecided": v.count(verdicts.INCONCLUSIVE), "n_duets": v.count("duets"),
             "table": {"id": f"t-rel-{machine}-{env}".replace(".", "_"),
-                      "columns": CHANGE_COLUMNS, "rows": [_change_row(r) for r in part]},
+                      "columns": CHANGE_COLUMNS,
+                      "rows": [_change_row(r, duet_answer(r, answers)) for r in part]},
             "_sort": (env not in new, LINE_ORDER.get(line, 2), line, machine,
                       -rank.get(env, -1)),
         })
@@ -156,33 +200,49 @@ def reaches_one(r: dict) -> bool:
     return math.isfinite(lo) and math.isfinite(hi) and lo <= 1 <= hi
 
 
-def changepoint_view(cps: pd.DataFrame, order: list[str]) -> dict:
-    """The change points found (one row each, newest release first) and the count of series
-    tested without any."""
+def changepoint_view(cps: pd.DataFrame, order: list[str],
+                     duets_releases: pd.DataFrame | None = None) -> dict:
+    """The change points found (one row each, newest release first; a machine column first
+    where the rows hold several machines) and the count of series tested without any. A change
+    point whose step the duets answer (duets_releases: the same machine, configuration and pair
+    of versions) is descriptive: the duets' verdict is shown, not the cells' step."""
     rows = records(cps)
+    answers = duet_answers(duets_releases if duets_releases is not None else pd.DataFrame())
     found = [r for r in rows if text(r.get("direction")) in ("slower", "faster")]
+    machines = sorted({text(r.get("machine")) for r in found} - {""})
+    several = len(machines) > 1
     rank = {e: i for i, e in enumerate(order)}
-    found.sort(key=lambda r: (-rank.get(text(r.get("after_env")), -1), _config(r)))
+    found.sort(key=lambda r: (text(r.get("machine")), -rank.get(text(r.get("after_env")), -1),
+                              _config(r)))
     out = []
+    n_duets = 0
     for r in found:
         ratio = num(r.get("ratio"))
         slower = text(r.get("direction")) == "slower"
         step = f"{ratio:.2f}x the time" if slower else f"{1 / ratio:.2f}x as fast"
         if reaches_one(r):  # placed by the segmentation, not confirmed by its interval
             step += ", not sure: its interval reaches 1"
+        cls = "" if reaches_one(r) else "neg" if slower else "pos"
+        answer = duet_answer(r, answers, later="after_env", earlier="before_env",
+                             later_keras="after_keras", earlier_keras="keras")
+        if answer is not None:
+            step, cls, n_duets = f"{step}: {descriptive(answer)}", "", n_duets + 1
         bl, al = num(r.get("before_level_s")), num(r.get("after_level_s"))
-        out.append([cell(_config(r)), cell(text(r.get("line"))),
+        out.append([cell(text(r.get("machine")))] * several + [
+                    cell(_config(r)), cell(text(r.get("line"))),
                     cell(f"{text(r.get('before_env'))} → {text(r.get('after_env'))}"),
                     cell(fmt_ms(bl), "num", v=bl), cell(fmt_ms(al), "num", v=al),
                     cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
                          f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
-                    cell(step, "" if reaches_one(r) else "neg" if slower else "pos")])
+                    cell(step, cls)])
     tested = [r for r in rows if text(r.get("direction")) != "not segmented"]
     series = {tuple(text(r.get(k)) for k in ("machine", "line", *PANEL_KEYS[1:]))
               for r in tested}
     alphas = {num(r.get("alpha")) for r in tested if not math.isnan(num(r.get("alpha")))}
-    return {"table": {"id": "t-changepoints", "columns": CP_COLUMNS, "rows": out},
-            "n_found": len(out), "n_series": len(series),
+    columns = [{"label": "machine", "num": False}] * several + CP_COLUMNS
+    return {"table": {"id": "t-changepoints", "columns": columns, "rows": out},
+            "n_found": len(out), "n_series": len(series), "n_duets": n_duets,
+            "machines": len(machines),
             "n_unsure": sum(1 for r in found if reaches_one(r)),
             "n_flat": sum(1 for r in tested if text(r.get("direction")) == "none"),
             "n_short": sum(1 for r in rows if text(r.get("direction")) == "not segmented"),

@@ -52,15 +52,17 @@ def duets_view(df) -> dict:
 def build(data) -> dict:
     adjacent = data.table("adjacent_releases")
     new = releases.new_envs(data.cells)
-    groups = releases.release_groups(adjacent, data.order, new)
+    duets = data.table("duets_releases")
+    groups = releases.release_groups(adjacent, data.order, new, duets)
     return {
         "new": [g for g in groups if g["new"]],
         "releases": [g for g in groups if not g["new"]],
         "lines": releases.lines_summary(adjacent),
         "n_rows": len(adjacent),
-        "duets": duets_view(data.table("duets_releases")),
+        "duets": duets_view(duets),
         "reference_env": data.reference_env,
-        "changepoints": releases.changepoint_view(data.table("changepoints"), data.order),
+        "changepoints": releases.changepoint_view(data.table("changepoints"), data.order,
+                                                  duets),
         "claims": release_claims.release_claims(data.tabs),
         "min_effect": data.min_effect,
     }

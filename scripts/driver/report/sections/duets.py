@@ -8,7 +8,9 @@ tables have them. The forest plots of these rows are the answer's (sections/verd
 study without duets (config `duets.modes: []`) shows none."""
 import math
 
-from driver.report.bottom_line import duet_rows
+import pandas as pd
+
+from driver.report.bottom_line import duet_rows, duets_count_text
 from driver.report.duet_checks import duet_checks
 from driver.report.fmt import cell, col, ncol, num, records, text
 from driver.report.forest import SUBJECT
@@ -73,11 +75,19 @@ def count_cell(r) -> dict:
 
 
 def table_rows(rows, table_id: str) -> dict:
-    """The macro table's shape: {"id", "columns": [{"label", "num"}], "rows": [[cell]]}."""
+    """The macro table's shape: {"id", "columns": [{"label", "num"}], "rows": [[cell]]}; with
+    rows of several machines a machine column first, each machine's rows together (a version
+    appears once per machine)."""
+    rows = list(rows)
+    machines = sorted({text(r.get("machine")) for r in rows} - {""})
+    several = len(machines) > 1
+    if several:
+        rows = sorted(rows, key=lambda r: machines.index(text(r.get("machine")))
+                      if text(r.get("machine")) in machines else len(machines))
     out = []
     for r in rows:
         verdict = text(r.get("verdict"))
-        out.append([
+        out.append([cell(text(r.get("machine")))] * several + [
             cell(text(r.get("left_framework_version"))), cell(text(r.get("keras"))),
             *ratio_cells(r),
             cell(_pct(num(r.get("simultaneous_high"))), v=num(r.get("simultaneous_high"))),
@@ -85,7 +95,8 @@ def table_rows(rows, table_id: str) -> dict:
             else cell(verdict),
             count_cell(r),
         ])
-    return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in COLUMNS],
+    columns = [("machine", False)] * several + list(COLUMNS)
+    return {"id": table_id, "columns": [{"label": c, "num": n} for c, n in columns],
             "rows": out}
 
 
@@ -108,4 +119,7 @@ def build(data) -> dict:
             "metered": bool(flagged.notna().any()), "flagged": int(flagged.fillna(0).sum()),
             "duets_ok": int(ncol(duets, "n").fillna(0).sum()),
             "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,
-            "replicates": int(ncol(duets, "n").max()), "min_effect": data.min_effect}
+            "replicates": int(ncol(duets, "n").max()), "min_effect": data.min_effect,
+            "count": duets_count_text(pd.concat([duet_rows(duets, m, legacy=lg)
+                                                 for m in ("graph", "eager")
+                                                 for lg in (False, True)]))}
