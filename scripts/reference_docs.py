@@ -183,13 +183,26 @@ def study_config(configfile=None) -> dict:
     return config
 
 
+def _plan(configfile):
+    from driver.study.plan import StudyPlan
+
+    return StudyPlan(study_config(configfile), REPO)
+
+
 def planned_jobs(configfile) -> dict:
     """Job name -> count of the jobs that the study's plan (scripts/driver/study/plan.py) holds:
     `run_cell`, `run_duet`, `build_env`, as `snakemake -n` lists them in an empty directory
     (nothing is done yet; allocation's extra rounds are not planned yet)."""
-    from driver.study.plan import StudyPlan
+    return _plan(configfile).job_counts()
 
-    return StudyPlan(study_config(configfile), REPO).job_counts()
+
+def planned_rows(configfile) -> dict:
+    """planned_jobs, with `run_duet` split into the headline's duets and the pairs in one
+    process (both run by rule run_duet), each at their first look (`duets.replicates`)."""
+    plan = _plan(configfile)
+    jobs, replicates = plan.job_counts(), plan.duet_settings["replicates"]
+    jobs.update(duets=len(plan.duets) * replicates, pairs=len(plan.pairs) * replicates)
+    return jobs
 
 
 def _summary(configfile) -> str:
@@ -207,20 +220,25 @@ def _summary(configfile) -> str:
 def presets_page() -> str:
     out = [HEADER % "config.yaml, tests/quick.yaml, presets/*.yaml and `snakemake -n` of each",
            "# Studies and their size", "",
-           "What each study plans, counted by Snakemake's own dry run in an empty directory: "
-           "`run_cell` is the cell processes (cells x `repeats`, twins included; allocation's "
-           "extra rounds come on top, within config `allocation.budget_s`), `run_duet` the "
-           "headline's duets (duets x `duets.replicates`), `build_env` the envs it builds. "
-           "Run one with `snakemake --configfile <file> --directory build/<name>`; "
-           "`snakemake -n` prints the same plan. What a study cost where it was run: the "
-           "[run notes](../runs/README.md).", "",
-           "| study | what it is | cell processes | duets | envs |",
-           "| --- | --- | ---: | ---: | ---: |"]
+           "What each study plans, counted as Snakemake's own dry run counts it in an empty "
+           "directory. Cell processes: cells x `repeats`, twins included; the allocation's extra "
+           "rounds come on top, within what config `time_budget_min` leaves (or "
+           "`allocation.budget_s` without a time budget). Duets: the headline's duets, each TF 2.x "
+           "env beside the reference, which a study inherits from `config.yaml` unless it sets "
+           "`duets: {modes: []}`; pairs: the comparisons timed in one process (config `pairs`). "
+           "Both are rule `run_duet`, counted at their first look (x `duets.replicates`); the "
+           "second look can take an open row up to `duets.max_replicates`. Envs: the envs it "
+           "builds. Run one with `.venv/bin/snakemake --configfile <file> --directory "
+           "build/<name>`; `snakemake -n` prints the same plan. What a study cost where it was "
+           "run: the [run notes](../runs/README.md).", "",
+           "| study | what it is | cell processes | duets | pairs in one process | envs |",
+           "| --- | --- | ---: | ---: | ---: | ---: |"]
     for name, configfile in study_files():
-        jobs = planned_jobs(configfile)
+        jobs = planned_rows(configfile)
         link = "[`%s`](../../%s)" % (name, configfile or "config.yaml")
-        out.append("| %s | %s | %d | %d | %d |" % (link, _summary(configfile), jobs["run_cell"],
-                                                   jobs["run_duet"], jobs["build_env"]))
+        out.append("| %s | %s | %d | %d | %d | %d |" % (
+            link, _summary(configfile), jobs["run_cell"], jobs["duets"], jobs["pairs"],
+            jobs["build_env"]))
     return "\n".join(out) + "\n"
 
 
