@@ -185,7 +185,32 @@ def _status(row, kind: str) -> str:
     return "out"  # DO: an interval that does not reach the fastest's time decides against
 
 
-def _rule(key, rows: list[dict], kind: str, n_measured: int) -> dict:
+def duet_verdicts(duets: pd.DataFrame | None) -> dict:
+    """{(machine, Keras, mode, TF version): the duets' words for that version against the
+    reference}: the headline's configuration (train_on_batch, numpy, small model and data),
+    which the duets answer more precisely than the cells the guidance splits versions on."""
+    out = {}
+    if duets is None or duets.empty:
+        return out
+    for r in records(duets):
+        if text(r.get("api")) != "train_on_batch" or text(r.get("env")) == text(
+                r.get("right_env")):
+            continue
+        v = text(r.get("verdict"))
+        out[(text(r.get("machine")), text(r.get("keras")), text(r.get("mode")),
+             text(r.get("left_framework_version")))] = (
+            f"TF {text(r.get('left_framework_version'))} / TF "
+            f"{text(r.get('right_framework_version'))} {num(r.get('ratio')):.2f}x "
+            f"[{num(r.get('ratio_ci_low')):.2f}, {num(r.get('ratio_ci_high')):.2f}], "
+            f"{verdicts.verdict_word(v)}")
+    return out
+
+
+def _rule(key, rows: list[dict], kind: str, n_measured: int, answered: dict | None = None
+          ) -> dict:
+    """A USE or AVOID rule of one configuration over its versions. `answered` ({version: the
+    duets' words}, the headline's configuration only): an exception the duets answer is marked
+    descriptive, with the duets' verdict, since the split is the cells' alone."""
     by_version: dict = {}
     for r in rows:  # a version measured twice (twins): its worse row speaks for it
         v = text(r.get("framework_version"))
@@ -197,8 +222,11 @@ def _rule(key, rows: list[dict], kind: str, n_measured: int) -> dict:
     exc = []
     for v in rng["exceptions"]:
         r = by_version[v]
-        exc.append(f"{v}: " + interval_text([num(r.get("_ratio"))], [num(r.get("_low"))],
-                                            [num(r.get("_high"))]))
+        said = f"{v}: " + interval_text([num(r.get("_ratio"))], [num(r.get("_low"))],
+                                        [num(r.get("_high"))])
+        if answered and v in answered:
+            said += f", descriptive (the duets answer this: {answered[v]})"
+        exc.append(said)
     family = key[0]
     # the ratios and intervals of every version the range names (its undecided ones too), so
     # the range printed covers exactly the versions it states; the undecided ones are named
@@ -245,11 +273,15 @@ def scope_range(guidance: pd.DataFrame) -> str:
     return f"TF {vs[0]}–{vs[-1]}" if len(vs) > 1 else (f"TF {vs[0]}" if vs else "")
 
 
-def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None) -> list[dict]:
+def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None,
+          duets: pd.DataFrame | None = None) -> list[dict]:
     """Per machine, model/data and task of a guidance table (of one scope, summaries.SCOPES):
-    merged USE (DO) and AVOID (DONT) rules, fastest first; a configuration in one list only."""
+    merged USE (DO) and AVOID (DONT) rules, fastest first; a configuration in one list only.
+    With the duets table, a version that a rule of the headline's configuration sets apart and
+    that the duets answer is marked descriptive (duet_verdicts)."""
     if guidance.empty:
         return []
+    duet_words = duet_verdicts(duets)
     df = _frame(guidance)
     measured = _measured(cells)
     out = []
@@ -282,7 +314,11 @@ def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None) -> list[dic
             kind = newest["_list"]
             seen = measured.get((text(machine), text(model), text(data), *key), set())
             n = len(seen | {text(r.get("framework_version")) for r in rows})
-            block["do" if kind == "DO" else "dont"].append(_rule(key, rows, kind, n))
+            answered = ({v: w for (m, k, mo, v), w in duet_words.items()
+                         if (m, k, mo) == (text(machine), key[1], key[2])}
+                        if (text(model), text(data), key[3], key[4])
+                        == ("small", "small", "train_on_batch", "numpy") else {})
+            block["do" if kind == "DO" else "dont"].append(_rule(key, rows, kind, n, answered))
         block["do"].sort(key=lambda i: i["ratio_lo"])
         block["dont"].sort(key=lambda i: i["ratio_lo"])
         block["between"].sort(key=lambda i: i["ratio_lo"])

@@ -231,15 +231,21 @@ RULE_CONTEXT = {"fit_vs_train_on_batch": ("fit() 1 step/call", "train_on_batch()
 def machine_rules(tabs: dict) -> list[dict]:
     """Factor-level rules like the seed's: per one-factor table and context (e.g. fit vs
     train_on_batch in eager mode with numpy input), which side is faster, by how much, in how
-    many pairs and envs. A rule is a DO/DON'T when most pairs are decided the same way."""
+    many pairs and envs. A rule is a DO/DON'T when most pairs are decided the same way. With
+    several machines, per machine: each rule's pairs are one machine's, its text names it."""
     out = []
+    keys = sorted({text(m) for df in tabs.values() if isinstance(df, pd.DataFrame)
+                   and "machine" in df.columns for m in df["machine"]} - {""})
+    several = len([k for k in keys if not k.endswith(".twin")]) > 1
     for name, (left_txt, right_txt, ctx) in RULE_CONTEXT.items():
         df = tabs.get(name, pd.DataFrame())
         one = [r for r in records(df) if row_kind(r, name) == "one"]
         groups: dict = {}
         for r in one:
-            groups.setdefault(tuple(text(r.get(c)) for c in ctx), []).append(r)
-        for key, rows in sorted(groups.items()):
+            machine = text(r.get("machine")) if several else ""
+            groups.setdefault((machine, *(text(r.get(c)) for c in ctx)), []).append(r)
+        for (machine, *key), rows in sorted(groups.items()):
+            on = f"{machine}: " if machine else ""
             v = [norm_verdict(r.get("verdict")) for r in rows]
             ratios = [num(r.get("ratio")) for r in rows]
             n, envs = len(rows), len({text(r.get("env")) for r in rows})
@@ -252,15 +258,16 @@ def machine_rules(tabs: dict) -> list[dict]:
                 slow, fast, k = right_txt, left_txt, n_left
                 by = _times([1 / x for x, w in zip(ratios, v) if w == LEFT and x > 0])
             else:
-                text_ = (f"{left_txt} vs {right_txt} ({where}): no rule; {n_eq} equivalent, "
+                text_ = (f"{on}{left_txt} vs {right_txt} ({where}): no rule; {n_eq} equivalent, "
                          f"{n_left} {left_txt} faster, {n_right} {right_txt} faster, "
                          f"{n - n_left - n_right - n_eq} undecided of {n} pairs in {envs} envs")
-                out.append({"kind": "none", "text": text_, "n": n, "strength": 0.0})
+                out.append({"kind": "none", "text": text_, "n": n, "strength": 0.0,
+                            "machine": machine})
                 continue
-            text_ = (f"DON'T use {slow} with {where}; use {fast}: {slow} takes {by} the time "
+            text_ = (f"{on}DON'T use {slow} with {where}; use {fast}: {slow} takes {by} the time "
                      f"of {fast} in {k} of {n} pairs ({envs} env{'s' if envs != 1 else ''})")
             out.append({"kind": "DONT", "text": text_, "n": n, "use": fast,
-                        "strength": max(_num_list(by))})
+                        "strength": max(_num_list(by)), "machine": machine})
     out.sort(key=lambda r: ({"DONT": 0, "none": 1}[r["kind"]], -r["strength"]))
     return out
 

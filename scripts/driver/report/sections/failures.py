@@ -2,6 +2,7 @@
 that no process explains; and the cells of a user's model whose build does not compute the same
 function as the NumPy pass (cells.csv `same_function`: mismatch or error)."""
 from driver.report.fmt import records, text
+from driver.study import layout
 from driver.tables.labels import env_label, value_label
 from tfspeed.cells import parse_cell_id
 
@@ -25,7 +26,10 @@ def failures_view(cells, failures: list[dict]) -> dict:
     cell_counts = {}
     for g in groups:
         cell_counts[g["status"]] = cell_counts.get(g["status"], 0) + 1
+    machines = {layout.base_machine(text(it["machine"])) for it in items} | {
+        layout.base_machine(text(m)) for m in (cells["machine"] if "machine" in cells else [])}
     return {"entries": items, "groups": groups, "counts": counts, "cell_counts": cell_counts,
+            "several_machines": len(machines - {""}) > 1,
             "problems": [], "same_function": same_function_view(cells)}
 
 

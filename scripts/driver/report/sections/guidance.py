@@ -31,8 +31,9 @@ def build(data) -> dict:
         cells = cells[cells["machine"].isin(set(study["machine"]))]
     current = (summaries.guidance_table(cells, scope="tf_today")
                if cells is not None and not cells.empty else pd.DataFrame())
-    today = rules_of.rules(current, data.cells)
-    blocks = rules_of.rules(study, data.cells)
+    duets = data.table("duets")
+    today = rules_of.rules(current, data.cells, duets)
+    blocks = rules_of.rules(study, data.cells, duets)
     machine = seedcheck.machine_rules(data.tabs)
     artefact = [r for r in machine if r["kind"] == "DONT" and ARTEFACT in r["text"]]
     return {"today": today, "today_range": rules_of.scope_range(current),
@@ -40,6 +41,7 @@ def build(data) -> dict:
             "predict": rules_of.call_vs_predict(data.table("call_vs_predict")),
             "seed": seedcheck.seed_checks(data.tabs, data.cells),
             "rules": [r for r in machine if r not in artefact], "artefact": artefact,
+            "rules_machines": len({r.get("machine") for r in machine} - {""}),
             "claims": claims(data.tabs, data.cells),
             "versions": versions_view(data.table("versions"), data.order)}
 

@@ -17,6 +17,7 @@ from driver.report.figures import (
 )
 from driver.report.fmt import cell, config_label, fmt_ms, fmt_num, is_true, num, records, text
 from driver.stats import drift as drift_test
+from driver.study import layout
 from tfspeed.cells import AXES
 
 ID, TITLE, ORDER = "stability", "Stability", 70
@@ -81,7 +82,9 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
         if math.isnan(ratio):
             ratio = quarter_ratio(s["samples"])
         axes = {a: text(row.get(a), text(s["axes"].get(a))) for a in AXES}
-        where = f"{env} on {machine}" if several else env
+        # an A/A twin key (<machine>.twin) is its machine's copy of the cells, not a machine
+        where = (f"{env} on {layout.base_machine(machine)}"
+                 + (" (A/A twin)" if layout.is_twin(machine) else "") if several else env)
         short = f"{env} {tag[machine]}".strip() if several else env
         med = float(np.median(s["samples"]))
         q75, q25 = np.percentile(s["samples"], [75, 25])
@@ -138,7 +141,8 @@ def stability_view(ok: pd.DataFrame, samples: dict, order: list[str]) -> dict:
              for i, f in enumerate(stems) if i in chosen]
     x_order = list(dict.fromkeys(c["env"] for c in cells))
     return {"overview": drift_overview(cells, x_order) if cells else "",
-            "n_cells": len(cells), "n_envs": len(per_env),
+            "n_cells": len(cells), "n_envs": len({key[1] for key in samples}),
+            "n_machines": len({layout.base_machine(m) for m in machines}),
             "n_drift": sum(c["drift"] for c in cells), "n_slower": n_slow,
             "n_faster": sum(1 for c in cells if c["drift"] and c["ratio"] < 1),
             "n_noisy": sum(c["noisy"] for c in cells),
