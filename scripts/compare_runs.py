@@ -38,14 +38,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver.stats import calibration, crossrun_judge, moderated, verdicts  # noqa: E402
+from driver.stats import calibration, crossrun_judge, crossrun_power, moderated, verdicts  # noqa: E402,E501
 from driver.study import fingerprint, layout  # noqa: E402
 from driver.tables.aa_rows import AA_TABLES, aa_figures  # noqa: E402
 from driver.tables.results import ENV_KEY, Results, row_key  # noqa: E402
 
-CELL_KEYS = ["env", "cell_id", "twin"]
+CELL_KEYS = ["env", "cell_id", "twin", "machine_key"]
+MACHINE = "machine_key"  # the machine a row belongs to, as both sides are matched (machine_pairing)
 DECIDED = set(verdicts.DECIDED)
-COLUMNS = ["table", "key", "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
+COLUMNS = ["table", "key", MACHINE, "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
 
 
 def tables_folder(path) -> Path:
@@ -60,6 +61,78 @@ def _col(df: pd.DataFrame, name: str, default=math.nan) -> pd.Series:
     return df[name].astype(float) if name in df.columns else pd.Series(default, index=df.index)
 
 
+def machine_of(df: pd.DataFrame) -> pd.Series:
+    """Each row's machine key (a twin's without its suffix; machines_compared's row: its two
+    keys); "" where the table names none."""
+    def base(col):
+        m = df[col].astype(str)
+        return m.where(~m.map(layout.is_twin), m.str[:-len(layout.TWIN_SUFFIX)])
+    if "machine" in df.columns:
+        return base("machine")
+    if {"left_machine", "right_machine"} <= set(df.columns):
+        return base("left_machine") + " vs " + base("right_machine")
+    return pd.Series("", index=df.index, dtype=object)
+
+
+def machines_in(res) -> set:
+    """The machine keys a folder's cells and duets hold (twins under their machine's key)."""
+    res = _results(res)
+    found = set()
+    frames = [res.cells()] + [res.table(t) for t in ("duets", "pairs") if res.has(t)]
+    for df in frames:
+        found |= set(machine_of(df)) - {"", "nan"}
+    return found
+
+
+def machine_pairing(*held: set) -> dict:
+    """How the runs' rows are matched by machine: on the machines every run holds (rows of any
+    other machine are left out and named), or, where each run holds one machine and they differ,
+    that machine against the other's (two machines compared). A folder with several machines and
+    none in common with the other runs is refused (ValueError naming the keys): matching its rows
+    without the machine would pair one machine's row with another's.
+    Returns {"maps": [{key: matched key}] per run, "common", "held", "note"}."""
+    held = [set(h) for h in held]
+    if not all(held):  # a folder whose tables name no machine: nothing to match on
+        return {"maps": [{m: "" for m in h} | {"": ""} for h in held], "common": [],
+                "held": [sorted(h) for h in held], "note": "the tables name no machine"}
+    common = set.intersection(*held)
+    if common:
+        maps = [{m: m for m in h if m in common} for h in held]
+        left_out = sorted(set.union(*held) - common)
+        note = (f"rows matched on the machine key: {', '.join(sorted(common))}"
+                + (f"; left out (not in every run): {', '.join(left_out)}" if left_out else ""))
+    elif all(len(h) == 1 for h in held):
+        label = " / ".join(next(iter(h)) for h in held)
+        maps = [{next(iter(h)): label} for h in held]
+        note = f"one machine per run, matched against each other: {label}"
+    else:
+        sides = "; ".join(f"run {chr(65 + i)} holds {', '.join(sorted(h))}"
+                          for i, h in enumerate(held))
+        raise ValueError(f"no machine key in common ({sides}): a folder of several machines "
+                         "is matched machine by machine, so one of its machines must be in "
+                         "the other run")
+    return {"maps": maps, "common": sorted(common), "held": [sorted(h) for h in held],
+            "note": note}
+
+
+def keyed(df: pd.DataFrame, mapping: dict | None) -> pd.DataFrame:
+    """df with MACHINE, the matched machine key of each row; rows of machines not matched are
+    left out (mapping None: every row, under its own key)."""
+    keys = machine_of(df)
+    if mapping is None:
+        return df.assign(**{MACHINE: keys})
+    if "" in mapping:
+        return df.assign(**{MACHINE: ""})
+    if " vs " in "".join(keys):  # machines_compared: both of its keys mapped
+        parts = keys.str.split(" vs ", n=1, expand=True) if len(keys) else None
+        mapped = (parts[0].map(mapping) + " vs " + parts[1].map(mapping)) if parts is not None \
+            else keys
+    else:
+        mapped = keys.map(mapping)
+    out = df.assign(**{MACHINE: mapped})
+    return out[out[MACHINE].notna()]
+
+
 def se_from_ci(low, high, level, df) -> np.ndarray:
     """Standard error of the log estimate from a symmetric-in-log CI at `level` with df."""
     crit = np.array([moderated.t_quantile(0.5 + lv / 2, d) for lv, d in zip(level, df)])
@@ -67,18 +140,21 @@ def se_from_ci(low, high, level, df) -> np.ndarray:
         return np.log(np.asarray(high, float) / np.asarray(low, float)) / (2 * crit)
 
 
-def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
+def load_comparisons(folder, level: float = 0.95, mapping: dict | None = None) -> pd.DataFrame:
     parts = []
     for name, df in _results(folder).comparisons().items():
-        df = df.copy()
+        df = keyed(df.copy(), mapping)
         if df.empty or "verdict" not in df.columns:
             continue
         twin = "True" if name == "twins" else "False"  # a twin row's left side is the twin cell
         envs_l = df["left_env"] if "left_env" in df.columns else df.get("env")
         envs_r = df["right_env"] if "right_env" in df.columns else df.get("env")
         if envs_l is not None and "left_cell_id" in df.columns:
-            df["left_cell"] = envs_l.astype(str) + "|" + df["left_cell_id"].astype(str) + "|" + twin
-            df["right_cell"] = envs_r.astype(str) + "|" + df["right_cell_id"].astype(str) + "|False"
+            m = df[MACHINE].astype(str) + "|"  # a cell is one machine's
+            df["left_cell"] = m + envs_l.astype(str) + "|" + df["left_cell_id"].astype(str) + "|" \
+                + twin
+            df["right_cell"] = m + envs_r.astype(str) + "|" + df["right_cell_id"].astype(str) \
+                + "|False"
         else:
             df["left_cell"] = df["right_cell"] = None
         # the row's key across runs (driver/tables/results.py: ROW_KEY)
@@ -99,9 +175,9 @@ def load_comparisons(folder, level: float = 0.95) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def load_cells(folder) -> pd.DataFrame:
+def load_cells(folder, mapping: dict | None = None) -> pd.DataFrame:
     cells = _results(folder).cells()
-    cells = cells[cells["status"] == "ok"].copy()
+    cells = keyed(cells[cells["status"] == "ok"].copy(), mapping)
     # a twin cell (machine key <machine>.twin) is matched with its twin, never with its machine's
     machines = cells["machine"] if "machine" in cells.columns else pd.Series("", index=cells.index)
     cells["twin"] = machines.astype(str).str.endswith(layout.TWIN_SUFFIX).astype(str)
@@ -135,11 +211,13 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     fa, fb = Results(a), Results(b)
     for res in (fa, fb):
         res.cells()  # FileNotFoundError: not a results or tables folder
-    ca, cb = load_comparisons(fa, level), load_comparisons(fb, level)
-    both = ca.merge(cb, on=["table", "key"], suffixes=("_a", "_b"))
+    pairing = machine_pairing(machines_in(fa), machines_in(fb))
+    ma, mb = pairing["maps"]
+    ca, cb = load_comparisons(fa, level, ma), load_comparisons(fb, level, mb)
+    both = ca.merge(cb, on=["table", "key", MACHINE], suffixes=("_a", "_b"))
     agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
     flips = both[flipped]
-    cells_a, cells_b = load_cells(fa), load_cells(fb)
+    cells_a, cells_b = load_cells(fa, ma), load_cells(fb, mb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
     cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
     # the verdict: the dispersion about the run's shift (driver/stats/crossrun.py), with power
@@ -152,8 +230,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
                           np.log(both["ratio_b"].astype(float)), level, centre=False)
     # comparisons share cells: the range a calibrated method's share falls in, on this structure
-    ses = [{f"{e}|{c}|{t}": s for e, c, t, s in zip(cs["env"], cs["cell_id"], cs["twin"],
-                                                      cs["se_log"]) if s > 0}
+    ses = [{f"{m}|{e}|{c}|{t}": s for m, e, c, t, s in zip(cs[MACHINE], cs["env"], cs["cell_id"],
+                                                            cs["twin"], cs["se_log"]) if s > 0}
            for cs in (cells_a, cells_b)]
     usable_rows = both[(both["se_log_a"] > 0) & (both["se_log_b"] > 0)]
     comp_cal["shared_range"] = calibration.shared_cells_range(
@@ -167,8 +245,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     comp_cal["pi_coverage"] = dict(comp_cal["pi_coverage"], ok=in_range,
                                    ci_low=1 - rng_["high"], ci_high=1 - rng_["low"])
     # the verdict: the rows' differences whitened by the shared-cell structure, with power
-    cell_df = [{f"{e}|{c}|{t}": d for e, c, t, d in zip(cs["env"], cs["cell_id"], cs["twin"],
-                                                          cs["df"])} for cs in (cells_a, cells_b)]
+    cell_df = [{f"{m}|{e}|{c}|{t}": d for m, e, c, t, d in zip(
+        cs[MACHINE], cs["env"], cs["cell_id"], cs["twin"], cs["df"])} for cs in (cells_a, cells_b)]
     comp_cal["check"] = crossrun_judge.comparisons_check(
         usable_rows["left_cell_a"], usable_rows["right_cell_a"], ses, cell_df,
         np.log(usable_rows["ratio_a"].astype(float)), usable_rows["se_log_a"],
@@ -205,9 +283,14 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
                       "expected_sd": float(exp["expected_sd"].iloc[0]) if len(exp) else None})
     envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
-        "duets_calibration": duets_calibration(fa, fb, level, sims),
-        "pairs_calibration": duets_calibration(fa, fb, level, sims, table="pairs"),
-        "releases_calibration": duets_calibration(fa, fb, level, sims, table="duets_releases"),
+        "duets_calibration": duets_calibration(fa, fb, level, sims, pairing=pairing),
+        "pairs_calibration": duets_calibration(fa, fb, level, sims, table="pairs",
+                                               pairing=pairing),
+        "releases_calibration": duets_calibration(fa, fb, level, sims, table="duets_releases",
+                                                  pairing=pairing),
+        "machines_compared_calibration": duets_calibration(
+            fa, fb, level, sims, table="machines_compared", pairing=pairing),
+        "machine_pairing": pairing,
         "cells_matched": int(len(cells)),
         "cells_calibration": cell_cal,
         "cells_calibration_shift_kept": cell_raw,
@@ -243,43 +326,123 @@ def _machines(res: Results) -> dict:
 # what names a row of the tables duets_calibration reads, beside duets' and pairs' (env, cell_id)
 ROW_KEYS = {"duets_releases": ["mode", "api", "input", "left_env", "right_env", "left_keras",
                                "right_keras"]}
+# a table's estimate, its se, df and verdict columns, where they are not the duets' own
+EST_COLS = {"machines_compared": ("interaction", "interaction_se_log", "interaction_df",
+                                  "machine_effect")}
+# the tables built from duets rows: how each row names its two duets rows (machine, env, keys)
+DERIVED = ("duets_releases", "machines_compared")
+
+
+def _estimates(tab: pd.DataFrame, table: str) -> pd.DataFrame:
+    """tab with log_ratio, se_log, df and verdict as the check reads them."""
+    if table not in EST_COLS:
+        return tab
+    est, se, dof, verdict = EST_COLS[table]
+    return tab.assign(log_ratio=np.log(tab[est].astype(float)), se_log=tab[se], df=tab[dof],
+                      verdict=tab[verdict])
+
+
+def _base_rows(tabs) -> pd.DataFrame | None:
+    """The duets rows both runs hold, as the design replays them: mean, sd of one duet, n1, n2
+    (None where a table lacks the design's columns: tables from before two looks)."""
+    need = {"n_look1", "n_max", "sd_log", "log_ratio", MACHINE}
+    if any(t.empty or not need <= set(t.columns) for t in tabs):
+        return None
+    keys = [MACHINE, "env", "cell_id"]
+    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    both = both[np.isfinite(both[["sd_log_a", "sd_log_b", "log_ratio_a", "log_ratio_b",
+                                  "n_look1_a", "n_max_a"]].astype(float)).all(axis=1)]
+    both = both.assign(mu=(both["log_ratio_a"] + both["log_ratio_b"]) / 2,
+                       sigma=np.sqrt((both["sd_log_a"] ** 2 + both["sd_log_b"] ** 2) / 2),
+                       n1=np.maximum(both["n_look1_a"], both["n_look1_b"].fillna(0)).astype(int),
+                       n2=np.maximum(both["n_max_a"], both["n_max_b"].fillna(0)).astype(int))
+    return both.reset_index(drop=True)
+
+
+def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: float = 0.05,
+               margin: float = 0.10, alpha_eq: float = 0.05):
+    """The two-look design of the matched rows `both` (crossrun_power.Design), or None where
+    the runs had one look or the rows cannot all be traced to their duets rows."""
+    if base is None or not len(base) or not (base["n2"] > base["n1"]).any():
+        return None
+    kw = dict(q=q, margin=margin, alpha_eq=alpha_eq)
+    index = {k: i for i, k in enumerate(zip(base[MACHINE], base["env"], base["cell_id"]))}
+    cols = (base["mu"], base["sigma"], base["n1"], base["n2"])
+    if table not in DERIVED:
+        rows = [index.get(k) for k in zip(both[MACHINE], both["env"], both["cell_id"])]
+        if any(r is None for r in rows):
+            return None
+        return crossrun_power.Design(*(np.asarray(c)[rows] for c in cols), **kw)
+    if table == "machines_compared":
+        pairs = [(index.get((f"{m.split(' vs ')[0]}", e, c)),
+                  index.get((f"{m.split(' vs ')[-1]}", e, c)))
+                 for m, e, c in zip(both[MACHINE], both["env"], both["cell_id"])]
+    else:  # duets_releases: each side's duets row by machine, env, mode, api, input, keras
+        by = {(m, e, mo, a, i, k): n for n, (m, e, mo, a, i, k) in enumerate(zip(
+            base[MACHINE], base["env"], base["mode_a"], base["api_a"], base["input_a"],
+            base["keras_a"]))}
+        pairs = [(by.get((m, le, mo, a, i, lk)), by.get((m, re, mo, a, i, rk)))
+                 for m, le, re, mo, a, i, lk, rk in zip(
+                     both[MACHINE], both["left_env"], both["right_env"], both["mode"],
+                     both["api"], both["input"], both["left_keras"], both["right_keras"])]
+    if not pairs or any(a is None or b is None for a, b in pairs):
+        return None
+    left, right = zip(*pairs)
+    return crossrun_power.Design(*cols, left=left, right=right, **kw)
 
 
 def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS,
-                      table: str = "duets") -> dict:
+                      table: str = "duets", pairing: dict | None = None) -> dict:
     """The headline's duets (duets.csv) across two runs: the check of the common shift and of
     the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
     sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
     no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
     same for the pairs in one process (pairs.csv: rows share no process either);
-    table="duets_releases": for each release against the one before, from the duets (two rows
-    that share a row of the duets table are not independent: the check reads them as if they
-    were). same_verdict:
-    how many matched rows got the same verdict in both runs, and how many flipped (faster in
-    one, slower in the other)."""
-    tabs = [_results(f).table(table) if _results(f).has(table) else pd.DataFrame()
-            for f in (fa, fb)]
+    table="duets_releases": for each release against the one before, from the duets;
+    table="machines_compared": the machines' interaction per duets row. Rows are matched on
+    the machine key too (pairing: machine_pairing). Where the runs had two looks, the check
+    is judged and its power simulated under that design (crossrun_judge.rows_check; a derived
+    row's two duets rows are replayed, so neighbours that share one stay correlated).
+    same_verdict: how many matched rows got the same verdict in both runs, and how many
+    flipped (faster in one, slower in the other)."""
+    maps = (pairing or machine_pairing(machines_in(fa), machines_in(fb)))["maps"]
+    tabs = [_estimates(keyed(_results(f).table(table), m), table) if _results(f).has(table)
+            else pd.DataFrame() for f, m in zip((fa, fb), maps)]
     decided = {}
     for name, tab in zip("ab", tabs):
-        if tab.empty:
+        if tab.empty or "mode" not in tab.columns:
             continue
         for mode, part in tab.groupby("mode"):
             decided.setdefault(mode, {})[name] = {
-                "decided": int(part["verdict"].isin([*verdicts.DECIDED,
-                                                     verdicts.EQUIVALENT]).sum()),
+                "decided": int(part["verdict"].isin([*verdicts.DECIDED, verdicts.EQUIVALENT,
+                                                     "differs", "same"]).sum()),
                 "rows": int(len(part))}
     if any(t.empty for t in tabs):
         return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,
                 "decided": decided}
-    both = tabs[0].merge(tabs[1], on=ROW_KEYS.get(table, ["env", "cell_id"]), suffixes=("_a", "_b"))
+    keys = [MACHINE] + ROW_KEYS.get(table, ["env", "cell_id"])
+    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    good = np.isfinite(both[["log_ratio_a", "log_ratio_b", "se_log_a", "se_log_b"]]
+                       .astype(float)).all(axis=1) & (both["se_log_a"] ** 2
+                                                      + both["se_log_b"] ** 2 > 0)
+    both = both[good].reset_index(drop=True)
+    for side in ("a", "b"):  # the derived tables' axes, under their plain names
+        for c in ("mode", "api", "input"):
+            if f"{c}_{side}" in both.columns and c not in both.columns:
+                both[c] = both[f"{c}_{side}"]
     cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
             both["se_log_b"], both["df_b"])
     out = calibration.cross_run(*cols, level)
-    check = crossrun_judge.rows_check(*cols, centre=False, sims=sims)
+    base_tabs = [keyed(_results(f).table("pairs" if table == "pairs" else "duets"), m)
+                 if _results(f).has("pairs" if table == "pairs" else "duets") else pd.DataFrame()
+                 for f, m in zip((fa, fb), maps)]
+    design = row_design(both, table, _base_rows(base_tabs))
+    check = crossrun_judge.rows_check(*cols, centre=False, sims=sims, design=design)
     agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
     same = {"k": int(agree.sum()), "n": int(len(agree)), "flips": int(flipped.sum())}
     return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
-            "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same}
+            "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same,
+            "design": "two looks" if design is not None else "one look"}
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:
@@ -287,10 +450,12 @@ def duets_pooled(folders, table: str = "duets") -> dict:
     (driver/stats/crossrun.py: pooled_shift); rows matched by env and cell over all runs.
     table="pairs": the same for the pairs in one process."""
     results = [_results(f) for f in folders]
-    tabs = [r.table(table) if r.has(table) else pd.DataFrame() for r in results]
+    maps = machine_pairing(*(machines_in(r) for r in results))["maps"]
+    tabs = [keyed(r.table(table), m) if r.has(table) else pd.DataFrame()
+            for r, m in zip(results, maps)]
     if len(tabs) < 3 or any(t.empty for t in tabs):
         return {"runs": len(tabs)}
-    keys = ["env", "cell_id"]
+    keys = [MACHINE, "env", "cell_id"]
     both = tabs[0][keys + ["log_ratio", "se_log"]]
     for i, tab in enumerate(tabs[1:], 1):
         both = both.merge(tab[keys + ["log_ratio", "se_log"]], on=keys, suffixes=("", f"_{i}"))
@@ -323,6 +488,8 @@ def checks_text(out: dict) -> list[str]:
     """Each cross-run check's verdict with its power and size (driver/stats/crossrun_judge.py):
     the lines compare-runs and selfbench print."""
     lines = []
+    if out.get("machine_pairing"):
+        lines.append(f"machines: {out['machine_pairing']['note']}")
     duets = out["duets_calibration"]
     if duets.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, duets (the headline)",
@@ -331,6 +498,10 @@ def checks_text(out: dict) -> list[str]:
     if releases.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, releases from duets",
                                              releases["check"])
+    compared = out.get("machines_compared_calibration") or {}
+    if compared.get("matched"):
+        lines += crossrun_judge.verdict_text("cross-run check, machines compared (interaction)",
+                                             compared["check"])
     pairs = out.get("pairs_calibration") or {}
     if pairs.get("matched"):
         lines += crossrun_judge.verdict_text("cross-run check, pairs in one process",

@@ -17,12 +17,37 @@ SIMS = 2000
 
 
 def rows_check(est_a, se_a, df_a, est_b, se_b, df_b, centre: bool, sims: int = SIMS,
-               seed: int = 0) -> dict:
-    """crossrun.check plus {"power": crossrun_power.power_table} at these rows' sizes."""
+               seed: int = 0, design=None) -> dict:
+    """crossrun.check plus {"power": crossrun_power.power_table} at these rows' sizes.
+
+    design (a crossrun_power.Design of the same rows, in the same order, every row usable):
+    where the runs had two looks, the shift and dispersion p-values are read from the
+    statistics' distributions under that design (crossrun_power.reference: correct intervals,
+    the design replayed) rather than from the normal and chi-square ones, which the second
+    look's selection breaks, and the power is simulated under it (design_power_table)."""
     out = crossrun.check(est_a, se_a, df_a, est_b, se_b, df_b, centre=centre)
-    if out["n"] >= 3:
-        out["power"] = crossrun_power.power_table(se_a, df_a, se_b, df_b, centre=centre,
-                                                  sims=sims, seed=seed)
+    if out["n"] < 3:
+        return out
+    if design is not None and design.two_looks and not centre and design.rows == out["n"]:
+        ref = crossrun_power.reference(design, sims=2 * sims, seed=seed + 1)
+        p_shift, p_disp = (float(x) for x in crossrun_power.design_p(ref, out["z"], out["S"]))
+        alpha = out["alpha"]
+        why = []
+        if p_shift < alpha:
+            why.append(f"every row moved alike (shift p {p_shift:.2g} under the design)")
+        if p_disp < alpha:
+            why.append(f"rows spread {out['spread']:.2f}x what their intervals allow (p "
+                       f"{p_disp:.2g} under the design)")
+        out.update(p_shift_plain=out["p_shift"], p_dispersion_plain=out["p_dispersion"],
+                   p_shift=p_shift, p_dispersion=p_disp, ok=not why,
+                   why="; ".join(why) or "nothing beyond the intervals",
+                   design="two looks, replayed")
+        patterns = crossrun_power.PATTERNS if design.left is None else ("row",)
+        out["power"] = crossrun_power.design_power_table(design, ref, sims=sims, seed=seed,
+                                                         patterns=patterns)
+        return out
+    out["power"] = crossrun_power.power_table(se_a, df_a, se_b, df_b, centre=centre,
+                                              sims=sims, seed=seed)
     return out
 
 
