@@ -24,7 +24,6 @@ UNIT = (r"(?<![\w.])[-+±]?\d+(?:[.,]\d+)?(?:\s*(?:-|–|to)\s*\d+(?:[.,]\d+)?)?
 
 # (file, the matched text) -> why it is a design constant, not a run's figure. Prefer rewording.
 SPEC = {
-    ("CHANGELOG.md", "0.25 s"): "the duet window, config duets.window_s",
     ("CHANGELOG.md", "90 %"): "the TOST interval's level, 1 - 2 equivalence_alpha",
     ("CHANGELOG.md", "50 ms"): "Popen.wait's polling interval (CPython)",
     ("CHANGELOG.md", "10 s"): "the supervisor's memory-scan bound (code constant)",
