@@ -73,7 +73,8 @@ def run(cell, rule_dict, framework, foreign_max_share):
     samples = [s / per for s in samples]  # seconds per training step, as every other cell
     threads = threads_used(prepared)  # still inside the framework's steady state
     loss_last = prepared.step()
-    if usermodels.is_user(cell["model"]):  # after the timed window: same weights, same outputs?
+    # after the timed window: same weights, same outputs? (a layer description only)
+    if usermodels.is_user(cell["model"]) and not usermodels.built_by_code(cell["model"]):
         out["same_function"] = samefunction.check(cell, framework)
     out.update({
         "samples_s": samples, "steps_per_call": rule.steps_per_call,
@@ -318,14 +319,21 @@ def main(argv=None):
     except ImportError:
         pass
     from tfspeed.backends import Unsupported
+    from tfspeed.usermodels import BuilderError, provenance
     try:
         result = run(cell, rule, args.framework, args.foreign_cpu_max_share)
     except Unsupported as exc:
         result = {"status": "skipped", "reason": str(exc)}
+    except BuilderError as exc:  # the user's code: its own message names file, function, env
+        traceback.print_exc()
+        result = {"status": "failed", "reason": str(exc)}
     except Exception as exc:  # written down as failed by the supervisor, with the log tail
         traceback.print_exc()
         result = {"status": "failed", "reason": "%s: %s" % (type(exc).__name__, exc)}
     result.update(base)
+    code = provenance(cell)  # a user's builder and data file: which text, which bytes
+    if code:
+        result["user_code"] = code
     write_json(args.out, result)
     sys.stdout.flush()
     # Some old TF builds crash in their atexit hooks; the result is safe on disk by now.

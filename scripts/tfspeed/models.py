@@ -306,6 +306,8 @@ def step_flops(model, data, api):
     train_flops) otherwise; None where there is no formula."""
     if model not in MODELS:
         return None
+    if (_USER["models"].get(model) or {}).get("builder") is not None:
+        return None  # built by the user's code: no layer list to count
     if api in INFER_APIS:
         return forward_flops(model, data)
     return train_flops(model, data)

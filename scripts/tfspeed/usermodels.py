@@ -4,8 +4,20 @@ backend builds them as it builds the seed's. docs/reference/models.md describes 
 
 The Snakemake side checks and registers them from config (rules/common.smk); the description of a
 cell's model travels with the cell (`spec`, see payload) to the supervisor and the cell process,
-which register it again (register_cell). Standard library only.
+which register it again (register_cell). Standard library only (numpy to read a data file's
+header, on the driver side).
+
+A model may instead name Python code (`builder: my_model.py:build` or `package.module:build`): the
+driver finds the file and the function without importing it (the file's syntax tree), reads its
+text and hash, and the text travels with the cell in its `spec`, so the env's Python imports the
+same code wherever the cell runs; the hash makes an edited builder a new cell (Snakemake's params)
+and is recorded with each cell (run_cell.py `builder`). backends/kerasnet.py calls it.
 """
+import ast
+import hashlib
+import os
+import sys
+
 from . import models
 from .versions import version_tuple
 
@@ -138,12 +150,205 @@ def output_shape(layers, shape, tokens, where="layers"):
     return shape
 
 
+def config_dirs():
+    """Where a relative `builder` or data `file` is looked for: the folders of the config files
+    named on Snakemake's command line (--configfile/--configfiles, Snakemake makes them absolute
+    only after its own chdir to --directory, so a relative one is taken from the shell's $PWD),
+    the last first; planned outside Snakemake (reference_docs.py, tests), the current folder and
+    the repository's presets/ (the shipped presets' examples)."""
+    argv, out, taking = sys.argv[1:], [], False
+    start = os.environ.get("PWD") or os.getcwd()
+    for arg in argv:
+        if arg in ("--configfile", "--configfiles"):
+            taking = True
+            continue
+        if arg.startswith("--configfile=") or arg.startswith("--configfiles="):
+            arg, taking = arg.split("=", 1)[1], True
+        elif arg.startswith("-"):
+            taking = False
+            continue
+        if taking:
+            out.append(os.path.dirname(os.path.join(start, arg)))
+    if out:
+        return list(reversed(out))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [os.getcwd(), os.path.join(here, "presets")]
+
+
+def _sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _defined_names(where, path, source):
+    """The top-level names a Python file defines (functions, classes, assignments, imports), from
+    its syntax tree: nothing is imported or run on the driver side."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise ModelError(where, "%s line %s: syntax error: %s" % (path, exc.lineno, exc.msg)) \
+            from None
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names]
+    return names
+
+
+def _find_module(module, bases):
+    """(root folder, file) of a module name under one of `bases`, or None."""
+    parts = module.split(".")
+    for base in bases:
+        for tail in (os.path.join(*parts) + ".py", os.path.join(*(parts + ["__init__.py"]))):
+            path = os.path.join(base, tail)
+            if os.path.isfile(path):
+                return base, os.path.abspath(path)
+    return None
+
+
+def resolve_builder(where, text, bases=None):
+    """A `builder` value ("my_model.py:build", "/abs/my_model.py:build" or "pkg.mod:build") as
+    it travels with a cell: {"file", "function", "sha256", "source"} (and "module", "root" for a
+    module name), or ModelError naming the key, the file and the function. Already resolved (a
+    dict, as a cell's spec holds it): checked against its own hash."""
+    if isinstance(text, dict):
+        if text.get("source") is not None and _sha256(text["source"]) != text.get("sha256"):
+            raise ModelError(where, "builder %s: its text does not match its hash"
+                             % text.get("file"))
+        return dict(text)
+    if not isinstance(text, str) or text.count(":") < 1:
+        raise ModelError(where, "a builder is 'file.py:function' or 'module:function', got %r"
+                         % (text,))
+    target, function = text.rsplit(":", 1)
+    if not function.isidentifier():
+        raise ModelError(where, "%r: %r is not a function name" % (text, function))
+    bases = config_dirs() if bases is None else bases
+    out = {"function": function}
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        candidates = [target] if os.path.isabs(target) else \
+            [os.path.join(b, target) for b in bases]
+        found = [c for c in candidates if os.path.isfile(c)]
+        if not found:
+            raise ModelError(where, "builder file %s does not exist (looked in %s)"
+                             % (target, ", ".join(os.path.dirname(c) or "." for c in candidates)))
+        path = os.path.abspath(found[0])
+    else:
+        if not all(part.isidentifier() for part in target.split(".")):
+            raise ModelError(where, "%r: %r is neither a .py file nor a module name"
+                             % (text, target))
+        located = _find_module(target, bases)
+        out["module"] = target
+        if located is None:  # installed in the envs, not beside the config: imported there
+            out.update(file=None, sha256=None, source=None, root=None)
+            return out
+        out["root"], path = located
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    names = _defined_names(where, path, source)
+    if function not in names:
+        raise ModelError(where, "%s has no function %r (it defines: %s)"
+                         % (path, function, ", ".join(sorted(set(names))) or "nothing"))
+    out.update(file=path, sha256=_sha256(source), source=source)
+    return out
+
+
+class BuilderError(Exception):
+    """A user's builder (or data function) failed in this env, or returned what the study cannot
+    time: the cell is written as failed with this message, which names the file, the function,
+    the env and the error's last line."""
+
+
+def _module_name(builder):
+    if builder.get("module"):
+        return builder["module"]
+    stem = os.path.splitext(os.path.basename(builder["file"]))[0]
+    return stem if stem.isidentifier() and stem not in sys.modules else "tfspeed_user_" + \
+        builder["sha256"][:12]
+
+
+def load_builder(builder):
+    """In the cell's process: the function a builder names. A file's travelling text is run as
+    its module (what the study hashed, wherever the cell runs), with the file's folder on sys.path
+    for the modules beside it; a module without a file found beside the config is imported from
+    the env."""
+    import importlib
+    import types
+
+    name = _module_name(builder)
+    if builder.get("source") is None:
+        module = importlib.import_module(name)
+    elif getattr(sys.modules.get(name), "__tfspeed_sha256__", None) == builder["sha256"] \
+            and sys.modules[name].__file__ == builder["file"]:
+        module = sys.modules[name]
+    else:
+        folder = builder.get("root") or os.path.dirname(builder["file"])
+        if os.path.isdir(folder) and folder not in sys.path:
+            sys.path.insert(0, folder)
+        module = types.ModuleType(name)
+        module.__file__ = builder["file"]
+        module.__tfspeed_sha256__ = builder["sha256"]
+        sys.modules[name] = module
+        try:
+            exec(compile(builder["source"], builder["file"], "exec"), module.__dict__)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    function = getattr(module, builder["function"], None)
+    if not callable(function):
+        raise AttributeError("%s has no function %r" % (name, builder["function"]))
+    return function
+
+
+def error_line(exc, builder):
+    """The error's last line, with the line of the builder's file it came from, and for a
+    missing package its name."""
+    import traceback
+
+    line = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing:
+        line = "needs the package %r, which this env does not have (%s)" % (
+            missing.split(".")[0], line)
+    at = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if builder.get("file") and os.path.abspath(frame.filename) == builder["file"]:
+            at = frame.lineno
+    return line + (" (%s line %d)" % (os.path.basename(builder["file"]), at) if at else "")
+
+
+def call_builder(builder, args, where_text):
+    """builder's function(*args), in this process; BuilderError naming the file, the function,
+    the env and the error's last line where importing or calling it fails."""
+    try:
+        return load_builder(builder)(*args)
+    except BuilderError:
+        raise
+    except Exception as exc:
+        raise BuilderError("%s %s failed: %s" % (builder_name(builder), where_text,
+                                                 error_line(exc, builder))) from exc
+
+
+def builder_name(builder):
+    """'my_model.py:build' for messages: the file's (or module's) name and the function."""
+    where = builder.get("module") or os.path.basename(builder.get("file") or "?")
+    return "%s:%s" % (where, builder["function"])
+
+
 def check_model(name, desc):
-    """(layers, training, iterations) of one config `models` entry, or ModelError naming it."""
+    """(layers, training, iterations) of one config `models` entry, or ModelError naming it. A
+    model built by code (`builder`) has no layers: ([], ...), its builder resolved into `desc`."""
     where = "models.%s" % name
     if (name in models.MODELS and models.user_description("models", name) is None) \
             or name in models.FAULT_MODELS:
         raise ModelError(where, "%r is a built-in model's name; choose another" % name)
+    if desc.get("builder") is not None:
+        if desc.get("layers"):
+            raise ModelError(where, "give layers or a builder, not both")
+        desc["builder"] = resolve_builder(where + ".builder", desc["builder"])
+        return [], _training(where, desc), int(desc.get("iterations", 20))
     layers = desc.get("layers") or []
     if not layers:
         raise ModelError(where + ".layers", "a model needs at least one layer")
@@ -160,12 +365,20 @@ def check_model(name, desc):
         raise ModelError("%s.layers[%d] (%s)" % (where, len(layers) - 1, _name(last)),
                          "loss %s needs a last dense layer of %s, activation %s"
                          % (loss, want[0], want[1]))
+    return layers, _training(where, desc), int(desc.get("iterations", 20))
+
+
+def _training(where, desc):
+    """(optimizer, learning rate, loss) of a model entry."""
+    loss = desc.get("loss", "binary_crossentropy")
+    if loss not in LOSSES:
+        raise ModelError(where + ".loss", "unknown loss %r; losses: %s"
+                         % (loss, ", ".join(LOSSES)))
     optimizer = desc.get("optimizer", "adam")
     if optimizer not in OPTIMIZERS:
         raise ModelError(where + ".optimizer", "unknown optimizer %r; optimizers: %s"
                          % (optimizer, ", ".join(OPTIMIZERS)))
-    rate = desc.get("learning_rate", 1e-3)
-    return layers, (optimizer, float(rate), loss), int(desc.get("iterations", 20))
+    return optimizer, float(desc.get("learning_rate", 1e-3)), loss
 
 
 def check_data(name, desc):
@@ -173,6 +386,23 @@ def check_data(name, desc):
     where = "data.%s" % name
     if name in models.DATA and models.user_description("data", name) is None:
         raise ModelError(where, "%r is a built-in data set's name; choose another" % name)
+    if desc.get("file") is not None and desc.get("builder") is not None:
+        raise ModelError(where, "give a file or a builder, not both")
+    if desc.get("file") is not None:
+        desc["file"] = read_data_file(where + ".file", desc["file"])
+        found = desc["file"]
+        for key in ("batch", "shape"):  # the file says; a config that says too must agree
+            given = desc.get(key)
+            if given is not None and (list(given) if key == "shape" else given) != found[key]:
+                raise ModelError(where + "." + key, "%r, but %s holds %r" % (
+                    given, os.path.basename(found["path"]), found[key]))
+        desc.update(batch=found["batch"], shape=found["shape"], input=found["input"])
+    elif desc.get("builder") is not None:  # called in the env; batch and shape say what it returns
+        desc["builder"] = resolve_builder(where + ".builder", desc["builder"])
+    for key in ("vocabulary", "classes"):
+        if desc.get(key) is not None and not _positive_int(desc[key]):
+            raise ModelError(where + "." + key, "must be a positive integer, got %r"
+                             % (desc[key],))
     shape = [desc.get("batch")] + list(desc.get("shape") or [])
     if len(shape) < 2 or not all(_positive_int(s) for s in shape):
         raise ModelError(where, "batch and shape must be positive integers, got batch %r, "
@@ -187,6 +417,62 @@ def check_data(name, desc):
     return tuple(shape), kind, target
 
 
+def read_data_file(where, value):
+    """A data `file` (.npy: the inputs; .npz: arrays x and, optionally, y) as a cell finds it:
+    {"path", "sha256", "batch", "shape", "input", "has_targets"}, or ModelError naming the file.
+    The arrays are read where the cell runs (backends/kerasnet.py): they never travel."""
+    if isinstance(value, dict):
+        return dict(value)
+    if not isinstance(value, str) or not value.endswith((".npy", ".npz")):
+        raise ModelError(where, "a data file is a .npy or .npz file, got %r" % (value,))
+    candidates = [value] if os.path.isabs(value) else [os.path.join(b, value)
+                                                       for b in config_dirs()]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        raise ModelError(where, "data file %s does not exist (looked in %s)"
+                         % (value, ", ".join(os.path.dirname(c) for c in candidates)))
+    path = os.path.abspath(found[0])
+    import numpy as np
+
+    try:
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+        loaded = np.load(path, allow_pickle=False)
+        if path.endswith(".npz"):
+            with loaded:
+                if "x" not in loaded.files:
+                    raise ModelError(where, "%s holds no array x (it holds: %s)"
+                                     % (path, ", ".join(loaded.files) or "nothing"))
+                x = loaded["x"]
+                y = loaded["y"] if "y" in loaded.files else None
+        else:
+            x, y = loaded, None
+    except ModelError:
+        raise
+    except Exception as exc:  # a corrupt or pickled file: numpy's own words
+        raise ModelError(where, "%s cannot be read as numpy arrays: %s: %s"
+                         % (path, type(exc).__name__, exc)) from None
+    if x.ndim < 2 or min(x.shape) < 1:
+        raise ModelError(where, "%s: x has shape %s; it needs a batch axis and one sample's "
+                         "shape" % (path, list(x.shape)))
+    if y is not None and (y.ndim < 1 or y.shape[0] != x.shape[0]):
+        raise ModelError(where, "%s: y has shape %s; it needs one target per sample of x's %d"
+                         % (path, list(y.shape), x.shape[0]))
+    kind = "tokens" if x.dtype.kind in "iu" else "float"
+    if kind == "float" and x.dtype.kind != "f":
+        raise ModelError(where, "%s: x is of dtype %s; it needs floats or integer token ids"
+                         % (path, x.dtype))
+    return {"path": path, "sha256": digest, "batch": int(x.shape[0]),
+            "shape": [int(s) for s in x.shape[1:]], "input": kind,
+            "has_targets": y is not None}
+
+
+def built_by_code(model):
+    """Whether a model is a user's built by a Python function (config `builder`)."""
+    desc = models.user_description("models", model)
+    return desc is not None and desc.get("builder") is not None
+
+
 def pair_error(model, data):
     """Why `model` cannot take `data` (both registered), naming the layer; None if it can."""
     if model not in models.MODELS or data not in models.DATA:
@@ -198,6 +484,8 @@ def pair_error(model, data):
     if target is not None and LOSSES.get(loss) != target:
         return "data %r has %s targets; model %r's loss %s wants %s targets" % (
             data, target, model, loss, LOSSES.get(loss))
+    if built_by_code(model):  # its output is checked in each env, after the function ran
+        return None
     layers = models.MODELS[model]
     try:
         shape = output_shape(layers, models.DATA[data][1:],
@@ -275,6 +563,8 @@ def layer_why_not(env, cell):
     its model, naming the layer and the class, or None. Only that backend's cells become
     impossible; the run-time check (backends/kerasnet.py _layer) stays as the last word."""
     keras = cell.get("keras")
+    if built_by_code(cell.get("model")) and keras == "none":
+        return "a builder (config `builder`) builds a Keras model: no cells without Keras"
     if env.get("framework") != "tensorflow" or keras not in ("keras", "tf.keras",
                                                              "tf.python.keras"):
         return None
@@ -288,6 +578,22 @@ def layer_why_not(env, cell):
                 return ("layer %d (%s) needs keras.layers.%s, which %s does not have"
                         % (index, spec[0], name, where))
     return None
+
+
+def provenance(cell):
+    """What a cell file records of the user's code and data it ran: each builder's file, function
+    and hash, the data file's path and hash; {} for a cell of the study's own models."""
+    spec, out = cell.get("spec") or {}, {}
+    for kind in ("models", "data"):
+        for name, desc in (spec.get(kind) or {}).items():
+            builder = desc.get("builder")
+            if isinstance(builder, dict):
+                out["%s.%s.builder" % (kind, name)] = {
+                    key: builder.get(key) for key in ("file", "module", "function", "sha256")}
+            if isinstance(desc.get("file"), dict):
+                out["%s.%s.file" % (kind, name)] = {
+                    key: desc["file"].get(key) for key in ("path", "sha256")}
+    return out
 
 
 def register_cell(cell):

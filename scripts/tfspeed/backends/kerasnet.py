@@ -4,29 +4,181 @@ for train_on_batch, fit (one step per call), fit_epoch (an epoch of steps per ca
 predict_on_batch. Framework-specific set-up (and `call`, which
 each framework runs its own way) stays in tf.py / keras3.py.
 """
+import hashlib
+
 import numpy as np
 
-from ..models import DATA, DATA_INPUT, MODELS, TRAINING
+from .. import usermodels
+from ..models import DATA, DATA_INPUT, MODELS, TRAINING, user_description
 from . import Unsupported
 
 
 def make_data(model, data, seed=0):
     """The seed's make_data, in float32 (every framework trains in float32; the seed's float64
-    randn would add a cast to every step that differs between frameworks)."""
+    randn would add a cast to every step that differs between frameworks). A user's data file or
+    function gives its own batch (and targets, where it has them)."""
     rng = np.random.RandomState(seed)
     shape = DATA[data]
-    if DATA_INPUT.get(data) == "tokens":  # ids below the vocabulary of the first (Embedding) layer
-        x = rng.randint(0, MODELS[model][0][1], shape).astype("int32")
+    described = user_description("data", data) or {}
+    if described.get("file") or described.get("builder"):
+        key = (model, data, id(described))  # read or called once per process
+        if key not in _USER_BATCHES:
+            _USER_BATCHES[key] = usermodels_data(described, data_spec(model, data))
+        x, y = _USER_BATCHES[key]
+    elif DATA_INPUT.get(data) == "tokens":  # ids below the first (Embedding) layer's vocabulary
+        x = rng.randint(0, _vocabulary(model, data), shape).astype("int32")
+        y = None
     else:
         x = rng.randn(*shape).astype("float32")
+        y = None
+    if y is not None:
+        return x, y
     loss = TRAINING[model][2]
     if loss == "mse":
         y = rng.randn(shape[0], 1).astype("float32")
     elif loss == "sparse_categorical_crossentropy":  # class labels of the softmax output
-        y = rng.randint(0, MODELS[model][-1][1], (shape[0], 1)).astype("float32")
+        y = rng.randint(0, _classes(model, data), (shape[0], 1)).astype("float32")
     else:
         y = rng.randint(0, 2, (shape[0], 1)).astype("float32")
     return x, y
+
+
+_USER_BATCHES = {}
+
+
+def _vocabulary(model, data):
+    """Token ids stay below this: the model's Embedding's vocabulary, or for a model built by
+    code the data's `vocabulary` (1000 when it names none)."""
+    if MODELS.get(model):
+        return MODELS[model][0][1]
+    return (user_description("data", data) or {}).get("vocabulary") or 1000
+
+
+def _classes(model, data):
+    """Class ids stay below this: the model's softmax units, or the data's `classes` (2)."""
+    if MODELS.get(model):
+        return MODELS[model][-1][1]
+    return (user_description("data", data) or {}).get("classes") or 2
+
+
+class DataSpec(dict):
+    """What a builder (config `builder`) is told about the data: batch, shape (one sample's),
+    input ("float" or "tokens"), dtype, target ("binary", "sparse", "regression"), classes and
+    vocabulary; as keys (spec["shape"]) and attributes (spec.shape)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def data_spec(model, data):
+    shape = DATA[data]
+    kind = DATA_INPUT.get(data, "float")
+    target = {"mse": "regression", "sparse_categorical_crossentropy": "sparse"}.get(
+        TRAINING[model][2], "binary")
+    return DataSpec(batch=shape[0], shape=tuple(shape[1:]), input=kind,
+                    dtype="int32" if kind == "tokens" else "float32", target=target,
+                    classes=_classes(model, data), vocabulary=_vocabulary(model, data))
+
+
+def usermodels_data(described, spec):
+    """(x, y or None) from a user's data file (.npy / .npz with x and y) or data function, checked
+    against what the study planned (the file's hash, the batch and shape)."""
+    if described.get("file"):
+        found = described["file"]
+        with open(found["path"], "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+        if digest != found["sha256"]:
+            raise usermodels.BuilderError("data file %s changed since the study was planned: "
+                                          "plan it again" % found["path"])
+        loaded = np.load(found["path"], allow_pickle=False)
+        if found["path"].endswith(".npz"):
+            x, y = loaded["x"], (loaded["y"] if "y" in loaded.files else None)
+        else:
+            x, y = loaded, None
+        where = found["path"]
+    else:
+        builder = described["builder"]
+        where = usermodels.builder_name(builder)
+        out = usermodels.call_builder(builder, (spec,), _where_text())
+        x, y = (out if isinstance(out, (tuple, list)) and len(out) == 2 else (out, None))
+        x = np.asarray(x)
+        want = (spec["batch"],) + tuple(spec["shape"])
+        if x.shape != want:
+            raise usermodels.BuilderError("%s %s returned x of shape %s; the data says batch "
+                                          "and shape %s" % (where, _where_text(),
+                                                            list(x.shape), list(want)))
+    x = np.asarray(x).astype("int32" if spec["input"] == "tokens" else "float32")
+    if y is not None:
+        y = np.asarray(y).astype("float32")
+        if y.ndim == 1:
+            y = y.reshape(-1, 1)
+        if y.shape[0] != x.shape[0]:
+            raise usermodels.BuilderError("%s: y holds %d targets for a batch of %d"
+                                          % (where, y.shape[0], x.shape[0]))
+    return x, y
+
+
+def _where_text(K=None):
+    """"in TF 2.15.1, tf.keras 2.15.0 (Python 3.11)": the env a builder ran in, for messages."""
+    import platform
+    import sys
+
+    parts = []
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and getattr(tf, "__version__", None):
+        parts.append("TF %s" % tf.__version__)
+    if K is not None:
+        name = {"keras": "keras", "tf_keras": "tf_keras"}.get(K.__name__, K.__name__)
+        backend = getattr(getattr(K, "backend", None), "backend", None)
+        parts.append("%s %s%s" % (name, getattr(K, "__version__", ""),
+                                  " on %s" % backend() if callable(backend)
+                                  and str(getattr(K, "__version__", "")).startswith("3")
+                                  else ""))
+    return "in %s (Python %s)" % (", ".join(parts) or "this env", platform.python_version())
+
+
+def build_with_code(K, model, data):
+    """A user's model from their builder function: called with the cell's Keras module and the
+    data spec, checked to be a Keras model of that Keras whose one output fits the targets."""
+    builder = user_description("models", model)["builder"]
+    spec = data_spec(model, data)
+    where = "%s %s" % (usermodels.builder_name(builder), _where_text(K))
+    net = usermodels.call_builder(builder, (K, spec), _where_text(K))
+    base = getattr(getattr(K, "models", None), "Model", None) or getattr(K, "Model", None)
+    if base is None or not isinstance(net, base):
+        raise usermodels.BuilderError("%s returned %s, not a model of this Keras (%s.Model)"
+                                      % (where, type(net).__name__, K.__name__))
+    outputs = getattr(net, "outputs", None) or []
+    if len(outputs) > 1:
+        raise usermodels.BuilderError("%s returned a model of %d outputs; the study trains one "
+                                      "output on the data's targets" % (where, len(outputs)))
+    try:
+        shape = tuple(net.output_shape)
+    except (AttributeError, RuntimeError, ValueError, TypeError):
+        shape = tuple(outputs[0].shape) if outputs else None  # a subclassed model: unknown
+    if shape is not None:
+        _, y = make_data(model, data)
+        if spec["target"] == "sparse":
+            fits, want = len(shape) == 2 and (shape[-1] or 0) >= spec["classes"], \
+                "(batch, units) with units >= the %d classes" % spec["classes"]
+        else:
+            fits, want = len(shape) == 2 and shape[-1] == y.shape[-1], \
+                "(batch, %d)" % y.shape[-1]
+        if not fits:
+            raise usermodels.BuilderError("%s: the model's output has shape %s, which does not fit "
+                                          "%s targets: it needs %s" % (
+                                              where, list(shape), spec["target"], want))
+    return net
+
+
+def is_compiled(net):
+    """Whether a model has been compiled (by a builder that compiles its own)."""
+    if getattr(net, "compiled", False) or getattr(net, "_is_compiled", False):
+        return True
+    return getattr(net, "optimizer", None) is not None and getattr(net, "loss", None) is not None
 
 
 def _layer(layers, name, spec, index):
@@ -39,6 +191,8 @@ def _layer(layers, name, spec, index):
 
 
 def build_model(K, model, data):
+    if usermodels.built_by_code(model):
+        return build_with_code(K, model, data)
     layers = K.layers
     if DATA_INPUT.get(data) == "tokens":
         ipt = layers.Input(batch_shape=DATA[data], dtype="int32")
@@ -125,6 +279,18 @@ def make_optimizer(K, model, legacy=False):
 
 
 def compile_model(K, net, model, mode, legacy=False):
+    """Compile with the model's optimizer and loss; a model its builder compiled keeps its own
+    compile, with the mode's run_eagerly or jit_compile set on it."""
+    if usermodels.built_by_code(model) and is_compiled(net):
+        try:
+            if mode == "run_eagerly":
+                net.run_eagerly = True
+            elif mode == "xla":
+                net.jit_compile = True
+        except AttributeError as exc:
+            raise Unsupported("mode %s on a model its builder compiled: %s" % (mode, exc)) \
+                from exc
+        return net.optimizer
     opt = make_optimizer(K, model, legacy)
     kwargs = {}
     if mode == "run_eagerly":
