@@ -307,9 +307,10 @@ def resolution_line(head: pd.DataFrame, level: float) -> dict | None:
     half = (np.sqrt(hi / lo) - 1).dropna()
     if half.empty:
         return None
+    lo, hi = f"{half.min() * 100:.0f}", f"{half.max() * 100:.0f}"
     return {"what": "Resolution", "text": f"the duets tell apart differences of about ±"
             f"{half.median() * 100:.0f} % (half a version's tested interval, typically; "
-            f"{half.min() * 100:.0f}–{half.max() * 100:.0f} %).", "cls": "mixed"}
+            f"{lo if lo == hi else f'{lo}–{hi}'} %).", "cls": "mixed"}
 
 
 def agreement_line(tabs: dict, previous: dict | None) -> dict:
