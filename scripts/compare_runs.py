@@ -467,8 +467,10 @@ def duets_pooled(folders, table: str = "duets") -> dict:
 def aa_rows(folders, q: float = 0.05, table: str = "duets_aa") -> dict:
     """The A/A rows of every run given, judged together (driver/tables/aa_rows.py). Runs made
     before A/A rows have none: counted as such."""
-    results = [_results(f) for f in folders]
-    return aa_figures([r.table(table) for r in results if r.has(table)], q, table)
+    results = [_results(f) for f in folders if _results(f).has(table)]
+    head = table.removesuffix("_aa")
+    return aa_figures([r.table(table) for r in results], q, table,
+                      [r.table(head) if r.has(head) else None for r in results])
 
 
 def aa_text(aa: dict) -> list[str]:
@@ -479,9 +481,20 @@ def aa_text(aa: dict) -> list[str]:
     interval = (f" (95 % CI {math.exp(b['low']):.3f}-{math.exp(b['high']):.3f}"
                 f"{'' if b['ok'] else ': BIASED, the interval leaves 1 out'})"
                 if "low" in b else "")
-    return [f"{what} over {aa['runs']} run(s): called different (false positives) "
-            f"{_rate_text(aa['different'])}; equivalent {aa['equivalent']} of {aa['n']}; "
-            f"{bias_name}: {math.exp(b['mean']):.3f}{interval}"]
+    lines = [f"{what} over {aa['runs']} run(s): {bias_name}: {math.exp(b['mean']):.3f}"
+             f"{interval}; called different (false positives) {_rate_text(aa['different'])}; "
+             f"equivalent {aa['equivalent']} of {aa['n']}"]
+    at = aa.get("at_threshold") or {}
+    if at.get("n"):
+        lines.append(
+            f"  at the headline's own per-test threshold ({at['threshold']:.3g} = R q / m, "
+            f"1 - ci_level): {at['k']} of {at['n']} at or below it ({at['rate']:.1%}, 95 % CI "
+            f"{at['ci_low']:.1%}-{at['ci_high']:.1%}; binomial p {at['p']:.2g}: "
+            f"{'ok' if at['ok'] else 'MORE FALSE POSITIVES THAN THE HEADLINE ALLOWS'}); with "
+            f"intervals {at['narrow']:g}x too narrow a row is there {at['rate_narrow']:.1%} of "
+            f"the time and this test fails {at['power']:.0%}"
+            + (": at these few rows a pass says little" if at["power"] < 0.8 else ""))
+    return lines
 
 
 def checks_text(out: dict) -> list[str]:

@@ -257,3 +257,49 @@ def shared_cells_range(left, right, cell_se_a, cell_se_b, se_a, se_b, df_a, df_b
     tail = (1 - level) / 2
     return {"low": float(np.quantile(shares, tail)), "high": float(np.quantile(shares, 1 - tail)),
             "median": float(np.median(shares)), "draws": int(draws)}
+
+
+def threshold_rate(p, threshold, n1, n2, narrow: float = 1.5, draws: int = 20000,
+                   seed: int = 5, level: float = 0.95) -> dict:
+    """A/A rows judged at the headline's own per-row threshold: the share of A/A rows whose
+    (sequential) p is at or below the per-test threshold the headline's rows of the same run
+    were called different at (BH's p_threshold), against that threshold.
+
+    Under a correct procedure a null row's sequential p is at most uniform, so its chance of
+    p <= t is at most t (the map's size; sequential.py); the figure fails when the exact
+    one-sided binomial test of k rows against the mean threshold rejects at 1 - level (more
+    false positives than the headline's rows are allowed), and the rate carries its
+    Clopper-Pearson CI. `power`: P(that test fails) when every row's intervals are `narrow` x
+    too narrow (t statistics `narrow` x too large), simulated through the rows' design maps at
+    their thresholds: with the few A/A rows of a run it is small, and the line says so.
+    p, threshold, n1, n2: one value per A/A row (n2: the row's duets at its last look)."""
+    from driver.stats.sequential import looks
+
+    p, thr = np.asarray(p, float), np.asarray(threshold, float)
+    n1, n2 = np.asarray(n1, int), np.asarray(n2, int)
+    ok = np.isfinite(p) & np.isfinite(thr)
+    p, thr, n1, n2 = p[ok], thr[ok], n1[ok], n2[ok]
+    n = int(p.size)
+    if not n:
+        return {"n": 0}
+    k = int((p <= thr).sum())
+    expected = float(thr.mean())
+    test = sps.binomtest(k, n, expected, alternative="greater")
+    lo, hi = clopper_pearson(k, n, level)
+    rng = np.random.default_rng(seed)
+    narrow_rates = []
+    for a, b, t in zip(n1, n2, thr):
+        x = rng.standard_normal((draws, b))
+        tt = narrow * x.mean(axis=1) / (x.std(axis=1, ddof=1) / math.sqrt(b))
+        p_last = 2 * sps.t.sf(np.abs(tt), b - 1)
+        design = looks(max(int(a), 2), max(int(a), int(b), 2))
+        narrow_rates.append(float((design.two_sided(p_last) <= t).mean()))
+    r_narrow = float(np.mean(narrow_rates))
+    # the smallest k the test rejects at, and its chance at the narrow rate
+    k_crit = next((j for j in range(n + 1) if sps.binomtest(j, n, expected,
+                                                           alternative="greater").pvalue
+                   < 1 - level), n + 1)
+    power = float(sps.binom.sf(k_crit - 1, n, r_narrow)) if k_crit <= n else 0.0
+    return {"k": k, "n": n, "rate": k / n, "ci_low": lo, "ci_high": hi, "threshold": expected,
+            "p": float(test.pvalue), "ok": bool(test.pvalue >= 1 - level),
+            "narrow": narrow, "rate_narrow": r_narrow, "power": power}
