@@ -7,7 +7,11 @@ docs/RESULTS.md.
   (the side timed second over the side timed first) is the order bias.
 - Health check: per mode, a replicate round whose duets moved every row together (`moved`: the
   F test of rounds rejects and the round's shift interval leaves 0 out), a state of the
-  machine the duets did not cancel.
+  machine the duets did not cancel; and, where rows had a second look, look 2 against look 1
+  over those rows (sequential.looks_test: each row's look-2 mean against its look-1 mean
+  beyond its spread, the selection of open rows simulated), which the round test cannot see
+  (a row x period effect, not every row moving together). It reads the duets table's look-1
+  columns (look1_log_ratio, look1_sd_log); a table without them says nothing of it.
 
 Runs whose tables lack them (duets from before A/A rows or the health check) say nothing: a
 machine without A/A rows gets no A/A sentence, a table without rounds no health sentence. The
@@ -99,11 +103,43 @@ def rounds_check(rounds: pd.DataFrame, machine: str) -> Check | None:
                        for r in records(part)))
 
 
+def looks_check(duets: pd.DataFrame, machine: str, alpha: float = 0.05) -> Check | None:
+    """'Look 2 against look 1 (<k> rows given more duets): ... p = <p> ...', or None where no
+    row had a second look or the table lacks the look-1 columns."""
+    from driver.stats.sequential import looks_test
+
+    need = {"look1_log_ratio", "look1_sd_log", "n_look1", "n", "log_ratio", "sd_log"}
+    if duets is None or duets.empty or not need <= set(duets.columns):
+        return None
+    part = duets[col(duets, "machine").map(text) == machine] if machine else duets
+    rows = [r for r in records(part) if num(r.get("n")) > num(r.get("n_look1")) >= 2
+            and all(math.isfinite(num(r.get(c))) for c in need)]
+    if not rows:
+        return None
+    level = 1 - num(rows[0].get("ci_level")) if math.isfinite(num(rows[0].get("ci_level"))) \
+        else alpha
+    got = looks_test([{"n1": int(num(r["n_look1"])), "m1": num(r["look1_log_ratio"]),
+                       "s1": num(r["look1_sd_log"]), "n": int(num(r["n"])),
+                       "m": num(r["log_ratio"]), "s": num(r["sd_log"])} for r in rows],
+                     threshold=level)
+    bad = got["p"] < alpha
+    sentence = (f"Look 2 against look 1 ({got['rows']} rows given more duets): their second "
+                f"look's duets {'DISAGREE with' if bad else 'agree with'} their first beyond "
+                f"the rows' spread (sum of squared scores {got['Q']:.1f} on {got['df']} rows, "
+                f"p = {got['p']:.2g} with the selection of open rows simulated; mean change "
+                f"{_pct(math.exp(got['mean_shift']) - 1)})"
+                + (": the two looks ran in different states of the machine, and these rows' "
+                   "intervals mix them." if bad else "."))
+    return Check(machine, "looks", sentence, "warn" if bad else "ok",
+                 tuple(f"{machine}:{text(r.get('mode'))}:{text(r.get('env'))}" for r in rows))
+
+
 def duet_checks(tabs: dict) -> list[dict]:
     """[{"machine", "checks": [Check]}] per machine with an A/A row or a health check; [] when
     the run's tables have neither (older runs)."""
     aa = tabs.get("duets_aa", pd.DataFrame())
     rounds = tabs.get("duet_rounds", pd.DataFrame())
+    duets = tabs.get("duets", pd.DataFrame())
     keys = set()
     for df in (aa, rounds):
         if df is not None and not df.empty and "machine" in df.columns:
@@ -114,7 +150,8 @@ def duet_checks(tabs: dict) -> list[dict]:
     for machine in sorted(keys):
         found = [c for c in (aa_check(aa if aa is not None else pd.DataFrame(), machine),
                              rounds_check(rounds if rounds is not None else pd.DataFrame(),
-                                          machine)) if c]
+                                          machine),
+                             looks_check(duets, machine)) if c]
         if found:
             out.append({"machine": machine, "checks": found})
     return out
@@ -132,6 +169,10 @@ def markdown(tabs: dict) -> list[str]:
     if "aa" in kinds:
         what.append("A/A (`duets_aa`): the reference against itself, so a row called different "
                     "is a false positive and its ratio is the order bias.")
+    if "looks" in kinds:
+        what.append("Look 2 against look 1: the rows given more duets, their second look's "
+                    "mean against their first beyond their spread (the selection of open rows "
+                    "simulated).")
     if "rounds" in kinds:
         what.append("Health check (`duet_rounds`): a replicate round (numbered from 0) moved "
                     "when it shifted every row of a mode together (its shift: the round's ratios "

@@ -131,3 +131,75 @@ def _decide(x, a, margin, lk, use_maps, kind):
         equiv = np.zeros_like(diff)
     stop = diff | equiv
     return stop, (diff if kind == "different" else equiv)
+
+
+def look_summaries(y, n1: int) -> dict | None:
+    """One extended row's duets in replicate order -> the summaries looks_test reads, or None
+    where the row has no second look (or too few duets in either)."""
+    y = np.asarray(y, float)
+    if y.size < n1 + 1 or n1 < 2:
+        return None
+    return {"n1": int(n1), "m1": float(y[:n1].mean()), "s1": float(y[:n1].std(ddof=1)),
+            "n": int(y.size), "m": float(y.mean()), "s": float(y.std(ddof=1))}
+
+
+def _look_t(n1, m1, s1, n, m, s):
+    """The two-sample t of look 2 against look 1 (pooled within-look sd, n - 2 df), from the
+    look-1 and whole-row summaries: look 2's mean and the within-look spread follow from them."""
+    n2 = n - n1
+    m2 = (n * m - n1 * m1) / n2
+    within = (n - 1) * s ** 2 - n1 * n2 / n * (m1 - m2) ** 2
+    sp = np.sqrt(np.maximum(within, 0.0) / (n - 2))
+    return (m2 - m1) / (sp * np.sqrt(1 / n1 + 1 / n2)), m2, sp
+
+
+def looks_test(rows, threshold: float, margin: float = 0.10, alpha_eq: float = 0.05,
+               draws: int = 4000, seed: int = 11) -> dict:
+    """Do the rows' second-look duets agree with their first look, beyond the rows' spread?
+
+    rows: per extended row, {"n1", "m1", "s1", "n", "m", "s"} (look_summaries). Per row the t of
+    look 2's mean against look 1's (pooled within-look sd), mapped to a normal score; the
+    statistic is Q = sum of the scores squared (chi-square with k df for rows taken at random).
+    The rows are not taken at random: a row got a second look because its first look left it
+    open, which selects its look-1 mean and spread. So Q's null distribution is simulated with
+    that selection: per row, look-1 duets drawn from N(m, sp) (its own mean and within-look sd)
+    are kept only where the design would have left the row open (its sequential p above
+    `threshold`, the family's level at look 1, and its TOST not equivalent at alpha_eq), and
+    look 2 drawn on. p: the share of simulated Q at or above the observed (Monte Carlo,
+    (k + 1) / (draws + 1)). A disturbed second look (a row x period effect: the machine in
+    another state) makes Q large; selection alone does not."""
+    rows = [r for r in rows if r is not None]
+    k = len(rows)
+    if not k:
+        return {"rows": 0}
+    rng = np.random.default_rng(seed)
+    m_eq = math.log1p(margin)
+    q_obs, shifts, null = 0.0, [], np.zeros(draws)
+    for r in rows:
+        n1, n = r["n1"], r["n"]
+        t, m2, sp = _look_t(n1, r["m1"], r["s1"], n, r["m"], r["s"])
+        u = float(sps.norm.isf(sps.t.sf(t, n - 2)))
+        q_obs += u * u
+        shifts.append(float(m2 - r["m1"]))
+        design = looks(n1, max(n, n1))
+        kept = np.empty((0, n))
+        for _ in range(50):  # rejection sampling of open first looks
+            x = r["m"] + sp * rng.standard_normal((4 * draws, n))
+            mean1 = x[:, :n1].mean(axis=1)
+            se1 = x[:, :n1].std(axis=1, ddof=1) / math.sqrt(n1)
+            p_seq = design.two_sided(2 * sps.t.sf(np.abs(mean1 / se1), n1 - 1))
+            tost = np.maximum(sps.t.sf((mean1 + m_eq) / se1, n1 - 1),
+                              sps.t.cdf((mean1 - m_eq) / se1, n1 - 1))
+            open_ = (p_seq > threshold) & (design.one_sided(tost) > alpha_eq)
+            kept = np.vstack([kept, x[open_]])
+            if len(kept) >= draws:
+                break
+        if len(kept) < draws:  # a row the design would almost never leave open: no selection
+            kept = r["m"] + sp * rng.standard_normal((draws, n))
+        kept = kept[:draws]
+        tt, _, _ = _look_t(n1, kept[:, :n1].mean(axis=1), kept[:, :n1].std(axis=1, ddof=1), n,
+                           kept.mean(axis=1), kept.std(axis=1, ddof=1))
+        null += sps.norm.isf(sps.t.sf(tt, n - 2)) ** 2
+    p = (int((null >= q_obs).sum()) + 1) / (draws + 1)
+    return {"rows": k, "Q": q_obs, "df": k, "p": p, "p_chi2": float(sps.chi2.sf(q_obs, k)),
+            "mean_shift": float(np.mean(shifts)), "draws": draws}
