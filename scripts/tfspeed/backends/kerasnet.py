@@ -131,12 +131,14 @@ def _where_text(K=None):
     if tf is not None and getattr(tf, "__version__", None):
         parts.append("TF %s" % tf.__version__)
     if K is not None:
-        name = {"keras": "keras", "tf_keras": "tf_keras"}.get(K.__name__, K.__name__)
-        backend = getattr(getattr(K, "backend", None), "backend", None)
-        parts.append("%s %s%s" % (name, getattr(K, "__version__", ""),
-                                  " on %s" % backend() if callable(backend)
-                                  and str(getattr(K, "__version__", "")).startswith("3")
-                                  else ""))
+        name = K.__name__
+        if name.startswith(("tensorflow", "keras.api._v2")):  # tf.keras as TF 2 exposes it
+            name = "tf.keras" if "python" not in name else "tf.python.keras"
+        version = str(getattr(K, "__version__", "") or "")
+        if version.startswith("3"):  # Keras 3 names its backend (TF, JAX or torch)
+            backend = getattr(getattr(K, "backend", None), "backend", None)
+            version += " on %s" % backend() if callable(backend) else ""
+        parts.append(("%s %s" % (name, version)).strip())
     return "in %s (Python %s)" % (", ".join(parts) or "this env", platform.python_version())
 
 
