@@ -6,10 +6,15 @@ not hold / undecided / not testable here, with the evidence. Verdicts come from 
 The rows of a release: its `adjacent_releases` rows (against the version before it in the study)
 and, where the claim is about "any previous version" or "the best of TF 1 and TF 2", its
 `tf2_vs_tf1` rows (against the TF 1 reference). Only rows that change the version alone (same
-Keras flavour on both sides; no matmul) count.
+Keras flavour on both sides; no matmul) count. Where the duets time the same release step
+(duets_releases: the headline's configuration), the duets' verdict and ratio stand for the
+cells' row. With several machines each claim is judged per machine, on that machine's rows.
 """
+import pandas as pd
+
 from driver.report.answer import row_kind
-from driver.report.fmt import num, records, text
+from driver.report.fmt import machine_names, machines_of, num, of_machine, records, text
+from driver.report.releases import duet_answer, duet_answers
 from driver.stats import verdicts
 from driver.stats.verdicts import verdict_word as say
 from tfspeed.versions import version_tuple
@@ -34,6 +39,7 @@ def _release(row: dict, minor: tuple) -> bool:
 def release_rows(tabs: dict, minor: tuple, with_reference: bool = False, **axes) -> list[dict]:
     """The one-factor rows of release `minor` (e.g. (2, 1)) as (table, row), later side left."""
     names = ["adjacent_releases"] + (["tf2_vs_tf1"] if with_reference else [])
+    answers = duet_answers(tabs.get("duets_releases", pd.DataFrame()))
     out = []
     for name in names:
         df = tabs.get(name)
@@ -41,6 +47,9 @@ def release_rows(tabs: dict, minor: tuple, with_reference: bool = False, **axes)
             if not _release(r, minor) or row_kind(r, name) != "one":
                 continue
             if all(text(r.get(a)) in allowed for a, allowed in axes.items()):
+                said = duet_answer(r, answers) if name == "adjacent_releases" else None
+                if said is not None:  # the duets answer this step: their verdict, not the cells'
+                    r = {**r, "verdict": said["verdict"], "ratio": said["ratio"], "_duets": True}
                 out.append({**r, "_table": name})
     return out
 
@@ -73,6 +82,9 @@ def _evidence(rows: list[dict], c: dict) -> str:
              + (f" ({_span(slow)} the time)" if slow else ""),
              f"{say(verdicts.EQUIVALENT)} in {c['equivalent']}",
              f"{say(verdicts.INCONCLUSIVE)} in {c['undecided']}"]
+    duets = sum(1 for r in rows if r.get("_duets"))
+    if duets:
+        parts.append(f"{duets} of them from the duets (their verdict, not the cells')")
     return "; ".join(parts)
 
 
@@ -156,5 +168,20 @@ JUDGES = {"2.1": judge_mixed, "2.2": judge_minor_eager, "2.3": judge_as_fast_as_
           "2.1-large": judge_large_slower}
 
 
-def release_claims(tabs: dict) -> list[dict]:
-    return [JUDGES[key](tabs, words) for key, words in CLAIMS]
+def release_claims(tabs: dict, facts: dict | None = None) -> list[dict]:
+    """Each claim judged; with several machines once per machine, on its rows alone, the
+    evidence naming the machine (machine_names: from `facts`, else the cells' CPU model)."""
+    keys = sorted(set().union(*(machines_of(df) for df in tabs.values()
+                                if isinstance(df, pd.DataFrame))) - {""})
+    if len(keys) < 2:
+        return [JUDGES[key](tabs, words) for key, words in CLAIMS]
+    names = machine_names(keys, facts, tabs.get("cells"))
+    out = []
+    for key, words in CLAIMS:
+        for machine in keys:
+            mine = {n: of_machine(df, machine) if isinstance(df, pd.DataFrame) else df
+                    for n, df in tabs.items()}
+            got = JUDGES[key](mine, words)
+            out.append({**got, "machine": machine,
+                        "evidence": f"{names[machine]}: {got['evidence']}"})
+    return out

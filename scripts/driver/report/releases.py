@@ -72,7 +72,7 @@ def duet_answers(duets_releases: pd.DataFrame) -> dict:
         v = text(r.get("verdict"))
         ratio, lo, hi = (num(r.get(k)) for k in ("ratio", "ratio_ci_low", "ratio_ci_high"))
         out[tuple(text(r.get(k)) for k in DUET_KEYS)] = {
-            "verdict": v, "cls": verdicts.words(v).cls,
+            "verdict": v, "cls": verdicts.words(v).cls, "ratio": ratio,
             "text": f"{verdicts.verdict_word(v, 'later')}, {fmt_ratio(ratio)} "
                     f"[{fmt_ratio(lo)}, {fmt_ratio(hi)}]"}
     return out

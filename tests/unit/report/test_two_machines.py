@@ -329,3 +329,30 @@ def test_published_sections_name_the_machine(published):
                     assert len(row) == 1
                     assert f"{row['ratio'].iloc[0]:.2f}x" in exc
     assert not math.isnan(len(rules))
+
+
+def test_published_release_claims_per_machine_with_the_duets_verdict(published):
+    """Each claim once per machine, its evidence that machine's rows; a release step the duets
+    answer counts with the duets' verdict (TF 2.2 eager: slower in the duets on both machines,
+    where the cells left it undecided)."""
+    tabs, machines = published
+    from driver.report import release_claims
+
+    claims = release_claims.release_claims(tabs)
+    assert len(claims) == len(release_claims.CLAIMS) * len(machines)
+    dr = tabs["duets_releases"]
+    for c in claims:
+        assert c["machine"] in machines
+        if c["words"].startswith("TF 2.2") and c["status"] != release_claims.NOT_TESTABLE:
+            step = dr[(dr["machine"] == c["machine"]) & (dr["mode"] == "eager")
+                      & (dr["left_env"] == "tf2.2") & (dr["right_env"] == "tf2.1")]
+            if len(step) and step["verdict"].iloc[0] == verdicts.RIGHT_FASTER:
+                assert f"({step['ratio'].iloc[0]:.2f}x the time)" in c["evidence"]
+                assert c["status"] == "does not hold"
+        found = re.search(r"(\d+) comparisons? of", c["evidence"])
+        if found:  # counted over this machine's rows only
+            minor = c["words"][3:6]
+            adj = tabs["adjacent_releases"]
+            mine = adj[(adj["machine"] == c["machine"])
+                       & adj["left_framework_version"].astype(str).str.startswith(minor + ".")]
+            assert int(found.group(1)) <= len(mine) + len(tabs["tf2_vs_tf1"])

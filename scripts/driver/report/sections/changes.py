@@ -63,6 +63,6 @@ def build(data) -> dict:
         "reference_env": data.reference_env,
         "changepoints": releases.changepoint_view(data.table("changepoints"), data.order,
                                                   duets),
-        "claims": release_claims.release_claims(data.tabs),
+        "claims": release_claims.release_claims(data.tabs, data.machine_facts),
         "min_effect": data.min_effect,
     }
