@@ -86,7 +86,9 @@ def coverage(cells: pd.DataFrame, machines: dict, config: dict) -> dict:
     devices = count("device")
     missing = []
     if "gpu" not in devices:
-        why = (f"no GPU visible on this machine (the seed ran on a {SEED_GPU})" if not gpus
+        keys = [k for k in (machines or {}) if not str(k).endswith(".twin")]
+        where = "this machine" if len(keys) < 2 else f"any of the {len(keys)} machines"
+        why = (f"no GPU visible on {where} (the seed ran on a {SEED_GPU})" if not gpus
                else "no GPU env in this study (config `envs`)")
         missing.append(("GPU", why))
     rows.append({"what": "devices", "measured": _list(devices), "missing": missing})
