@@ -140,3 +140,82 @@ def test_generator_and_sequence_inputs_run(tmp_path):
                                           ("keras3-jax", "fit"))
         for kind in ("generator", "sequence")}
     assert (cells.median_s > 0).all()
+
+
+BUILDERS = '''
+"""Test builders: a functional model with a custom layer and two branches, and one that raises."""
+
+
+def build(keras, data):
+    class Scale(keras.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(name="scale", shape=(int(input_shape[-1]),),
+                                         initializer="ones", trainable=True)
+            super(Scale, self).build(input_shape)
+
+        def call(self, x):
+            return x * self.scale
+
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+    inputs = keras.layers.Input(shape=tuple(data.shape))
+    left = keras.layers.Conv1D(4, 3, padding="same", activation="relu")(inputs)
+    right = Scale()(keras.layers.Conv1D(4, 1)(inputs))
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.Concatenate()([left, right]))
+    return keras.models.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(x))
+
+
+def broken(keras, data):
+    raise RuntimeError("no model today")
+'''
+
+
+def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells(tmp_path):
+    """A model as Python code (config `builder`, docs/own-model.md) in TF 2.21's tf_keras and
+    Keras 3: the good builder's cells are ok through the factor grid, the failing builder's are
+    written as failed with the error's last line, naming file, function and env; the study goes
+    on and reports."""
+    (tmp_path / "my_model.py").write_text(BUILDERS)
+    config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
+    config.update(envs=["tf2.21"], reference_env="tf2.21", repeats=1,
+                  stop={"rule": "fixed", "iterations": 4})
+    config["models"] = {"mine": {"builder": "my_model.py:build", "iterations": 4},
+                        "broken": {"builder": "my_model.py:broken"}}
+    config["data"] = {"seqs": {"batch": 4, "shape": [16, 3], "target": "binary"}}
+    config["grids"] = [
+        {"name": "own_code", "envs": ["tf2.21"], "pairs": [["mine", "seqs"], ["broken", "seqs"]],
+         "keras": ["tf_keras", "keras3"], "modes": ["eager", "graph"],
+         "apis": ["train_on_batch", "predict"], "inputs": ["numpy"]},
+    ]
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "mine.yaml", config), "--cores", "2", check=True)
+    cells = pd.read_csv(work / "results/tables/cells.csv")
+    good, bad = cells[cells.model == "mine"], cells[cells.model == "broken"]
+    # tf_keras eager and graph, Keras 3 eager (it has no graph mode), each api
+    assert set(zip(good.keras, good["mode"], good.api)) == {
+        (k, m, a) for k, m in (("tf_keras", "eager"), ("tf_keras", "graph"), ("keras3", "eager"))
+        for a in ("train_on_batch", "predict")}
+    assert (good.status == "ok").all(), good[["cell_id", "status", "reason"]]
+    assert len(bad) == len(good) and (bad.status == "failed").all()
+    for reason in bad.reason:
+        assert reason.startswith("my_model.py:broken in TF 2.21"), reason
+        assert reason.endswith("failed: RuntimeError: no model today (my_model.py line 26)")
+    records = cell_records(work)
+    source_hash = {r["user_code"]["models.mine.builder"]["sha256"] for r in records
+                   if r["model"] == "mine"}
+    assert len(source_hash) == 1 and len(source_hash.pop()) == 64
+    assert "mine" in (work / "results/report.html").read_text()
+
+
+def test_a_missing_builder_function_stops_before_any_job(tmp_path):
+    (tmp_path / "my_model.py").write_text(BUILDERS)
+    config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
+    config["models"]["my_net"]["builder"] = "my_model.py:biuld"
+    config["models"].pop("mobilenet")
+    config["grids"] = [g for g in config["grids"] if g["name"] != "inference"]
+    proc = snakemake(tmp_path / "work", write_config(tmp_path / "bad.yaml", config), "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "config error at 'models.my_net.builder'" in out, out[-3000:]
+    assert "my_model.py has no function 'biuld'" in out, out[-3000:]
