@@ -6,8 +6,9 @@ written in a dated run note (docs/runs/).
 A second, narrower check covers every lasting document: README.md, CHANGELOG.md, every comment of
 config.yaml and docs/**/*.md (not docs/runs/, where measured figures belong, nor the RESULTS.md and
 PROVENANCE.md pages that `make publish` generates from a run, current or archived). There, a
-typed duration ("62 min", "34 minutes", "1 h", "about an hour") or a count of processes, cells,
-pairs or tests typed as a run's result ("400 processes", "312 passed") fails the test, unless
+typed duration ("62 min", "34 minutes", "1 h", "about an hour"), a count of processes, cells,
+pairs or tests typed as a run's result ("400 processes", "312 passed") or a measured statistic
+typed as a bare decimal ("sd 0.08", "median 0.53") fails the test, unless
 DOC_ALLOWED lists it as spec with the reason.
 
 The patterns are what measurement diaries look like: dates (2026-11-25), durations ("83 min 27 s"),
@@ -45,6 +46,9 @@ DOC_PATTERNS = {
     "duration": r"(?<![\w.])\d+(?:\.\d+)?(?:\s*(?:-|–|to)\s*\d+(?:\.\d+)?)?\s*"
                 r"(?:min|mins|minutes?|h|hrs?|hours?)\b",
     "hour": r"\b(?:an|its|one|half an|a full)\s+hour\b",
+    # a measured spread or level typed as a bare decimal ("sd 0.08", "median 0.53")
+    "statistic": r"\b(?:median|mean|sd|p90|p95|lag-1)\s+(?:of\s+)?" + NUM
+                 + r"(?:\s*[-–]\s*" + NUM + r")?",
     "run count": r"(?<![\w.])\d{2,}\s+(?:ok\s+|failed\s+|twin\s+)?(?:cells|processes|cell processes|tests|"
                  r"pairs|comparisons|passed)\b",
 }
@@ -219,7 +223,7 @@ def typed_figures(root: Path) -> tuple[list[str], set]:
 
 TYPED = ["the default study took 62 min", "inside its hour", "about an hour on a small machine",
          "took 34 minutes", "1 h on a GPU", "58-64 min", "400 processes, 129 cells", "312 passed",
-         "2 hours", "an hour"]
+         "2 hours", "an hour", "between-process sd 0.13-0.16", "sd 0.08 between processes"]
 SPEC = ["every 10 s", "budget_s: 120", "4 processes per cell", "1 +- min_effect", "TF 2.14 and later",
         "the hour of the day", "50 ms polling", "[run note](docs/runs/2026-11-26-x-62-min.md)",
         "8 cells", "`time_budget_min` minutes", "TF 2.x vs TF 1.14 pairs"]
