@@ -120,8 +120,8 @@ def test_the_scan_catches_what_it_should(tmp_path):
     a link target are not read."""
     doc = tmp_path / "x.md"
     doc.write_text("slower in 21 of 22 versions (1.39-4.18x), 3 % slower, 0.15 of a core, 62 min,"
-                   " 24 GB, about 0.1\ncore\n<!-- answer: written by make republish from docs/tables; do not edit"
-                   " -->\n1.59x inside\n<!-- /answer -->\n[note](runs/2026-11-26-24GB.md)\n")
+                   " 24 GB, about 0.1\ncore\n<!-- answer: written by make republish from docs/tables;"
+                   " do not edit -->\n1.59x inside\n<!-- /answer -->\n[note](runs/2026-11-26-24GB.md)\n")
     found = [m for _, m in typed_figures(doc)]
     assert found == ["1.39-4.18x", "3 %", "0.15 of a core", "62 min", "24 GB", "0.1 core"], found
 
