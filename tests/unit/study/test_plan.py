@@ -26,6 +26,7 @@ DRY_RUN = {
     "presets/fidelity_check.yaml": (18, 0, 3),
     "presets/headline.yaml": (112, 208, 26),
     "presets/own_model.yaml": (126, 0, 6),
+    "presets/own_model_python.yaml": (231, 0, 5),
     "presets/pairs.yaml": (60, 96, 2),
     "presets/seed_full.yaml": (960, 40, 5),
     "presets/seed_large.yaml": (96, 28, 3),
