@@ -1,7 +1,9 @@
 """`make doctor` (scripts/doctor.py) names a missing interpreter with the command that installs it
 and exits non-zero; with every interpreter present it passes. Run as a real subprocess with a
 planted PATH, HOME and PYENV_ROOT: a fake pyenv whose versions are links to this machine's own
-interpreters (found by the builder's code), one of them left out."""
+interpreters (found by the builder's code), one of them left out. What only the tests need
+(Chromium, SLURM) fails `make doctor-tests`, never `make doctor`; `make help` puts every target in
+exactly one group, and the README names the users' group only."""
 import os
 import subprocess
 import sys
