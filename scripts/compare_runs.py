@@ -78,7 +78,11 @@ def machines_in(res) -> set:
     """The machine keys a folder's cells and duets hold (twins under their machine's key)."""
     res = _results(res)
     found = set()
-    frames = [res.cells()] + [res.table(t) for t in ("duets", "pairs") if res.has(t)]
+    frames = [res.table(t) for t in ("duets", "pairs") if res.has(t)]
+    try:
+        frames.append(res.cells())
+    except FileNotFoundError:  # a folder of duets alone: its duets name the machine
+        pass
     for df in frames:
         found |= set(machine_of(df)) - {"", "nan"}
     return found
@@ -489,7 +493,8 @@ def aa_text(aa: dict) -> list[str]:
         lines.append(
             f"  at the headline's own per-test threshold ({at['threshold']:.3g} = R q / m, "
             f"1 - ci_level): {at['k']} of {at['n']} at or below it ({at['rate']:.1%}, 95 % CI "
-            f"{at['ci_low']:.1%}-{at['ci_high']:.1%}; binomial p {at['p']:.2g}: "
+            f"{at['ci_low']:.1%}-{at['ci_high']:.1%}; a correct procedure under the design: "
+            f"{at['expected']:.1%}; binomial p {at['p']:.2g}: "
             f"{'ok' if at['ok'] else 'MORE FALSE POSITIVES THAN THE HEADLINE ALLOWS'}); with "
             f"intervals {at['narrow']:g}x too narrow a row is there {at['rate_narrow']:.1%} of "
             f"the time and this test fails {at['power']:.0%}"

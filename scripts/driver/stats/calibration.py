@@ -259,47 +259,78 @@ def shared_cells_range(left, right, cell_se_a, cell_se_b, se_a, se_b, df_a, df_b
             "median": float(np.median(shares)), "draws": int(draws)}
 
 
-def threshold_rate(p, threshold, n1, n2, narrow: float = 1.5, draws: int = 20000,
-                   seed: int = 5, level: float = 0.95) -> dict:
-    """A/A rows judged at the headline's own per-row threshold: the share of A/A rows whose
-    (sequential) p is at or below the per-test threshold the headline's rows of the same run
-    were called different at (BH's p_threshold), against that threshold.
-
-    Under a correct procedure a null row's sequential p is at most uniform, so its chance of
-    p <= t is at most t (the map's size; sequential.py); the figure fails when the exact
-    one-sided binomial test of k rows against the mean threshold rejects at 1 - level (more
-    false positives than the headline's rows are allowed), and the rate carries its
-    Clopper-Pearson CI. `power`: P(that test fails) when every row's intervals are `narrow` x
-    too narrow (t statistics `narrow` x too large), simulated through the rows' design maps at
-    their thresholds: with the few A/A rows of a run it is small, and the line says so.
-    p, threshold, n1, n2: one value per A/A row (n2: the row's duets at its last look)."""
+def _aa_design_rate(sd, n1, n2, threshold, stop_level, narrow, margin, alpha_eq, draws, rng):
+    """P(an A/A row's final sequential p <= threshold) under the two-look design: look 1 of n1
+    duets of sd `sd` (true ratio 1), the row stopping there when equivalent (TOST on the
+    one-sided map at alpha_eq) or different (at its own family's level stop_level), else
+    extended to n2; every se divided by `narrow` (1: a correct procedure)."""
     from driver.stats.sequential import looks
 
-    p, thr = np.asarray(p, float), np.asarray(threshold, float)
+    n1, n2 = max(int(n1), 2), max(int(n2), int(n1), 2)
+    design = looks(n1, n2)
+    x = sd * rng.standard_normal((draws, n2))
+    m_eq = math.log1p(margin)
+    final = np.ones(draws)
+    open_ = np.ones(draws, bool)
+    for n in ((n1, n2) if n2 > n1 else (n1,)):
+        mean = x[:, :n].mean(axis=1)
+        se = x[:, :n].std(axis=1, ddof=1) / math.sqrt(n) / narrow
+        p = design.two_sided(2 * sps.t.sf(np.abs(mean / se), n - 1))
+        tost = design.one_sided(np.maximum(sps.t.sf((mean + m_eq) / se, n - 1),
+                                           sps.t.cdf((mean - m_eq) / se, n - 1)))
+        final = np.where(open_, p, final)
+        open_ &= ~((p <= stop_level) | (tost <= alpha_eq))
+    return float((final <= threshold).mean())
+
+
+def threshold_rate(p, threshold, n1, n2, sd, stop_level=None, narrow: float = 1.5,
+                   margin: float = 0.10, alpha_eq: float = 0.05, draws: int = 20000,
+                   seed: int = 5, level: float = 0.95) -> dict:
+    """A/A rows judged at the headline's own per-test level: the share of A/A rows whose
+    sequential p is at or below the level the headline rows of the same run were tested at
+    (1 - ci_level = R q / m: BH calls a headline row different exactly there).
+
+    What a correct procedure gives there is not the level itself: a row decided equivalent at
+    look 1 stops with a large p, and the map is conservative for rows that stopped early, so a
+    null row reaches the level less often (about 0.02 at 0.037 for 4/10 duets). So each row's
+    chance under a correct procedure (`expected`) and with intervals `narrow` x too narrow
+    (`rate_narrow`) are simulated through the design at the row's own sd (_aa_design_rate).
+    The figure fails when the exact one-sided binomial test of k rows against the mean
+    expected chance rejects at 1 - level; the rate carries its Clopper-Pearson CI; `power` is
+    P(that test fails) at the narrow chance: with a run's two A/A rows it is small.
+    p, threshold, n1, n2, sd: one value per A/A row (n1, n2: its design, duets at look 1 and at
+    most; sd: its between-duet sd); stop_level: the A/A family's own level at look 1 (default the
+    threshold)."""
+    p, thr, sd = (np.asarray(x, float) for x in (p, threshold, sd))
+    stop = thr if stop_level is None else np.asarray(stop_level, float)
     n1, n2 = np.asarray(n1, int), np.asarray(n2, int)
-    ok = np.isfinite(p) & np.isfinite(thr)
-    p, thr, n1, n2 = p[ok], thr[ok], n1[ok], n2[ok]
+    ok = np.isfinite(p) & np.isfinite(thr) & np.isfinite(sd) & (sd > 0)
+    p, thr, sd, stop, n1, n2 = (np.broadcast_to(a, ok.shape)[ok]
+                                for a in (p, thr, sd, stop, n1, n2))
     n = int(p.size)
     if not n:
         return {"n": 0}
     k = int((p <= thr).sum())
-    expected = float(thr.mean())
-    test = sps.binomtest(k, n, expected, alternative="greater")
-    lo, hi = clopper_pearson(k, n, level)
     rng = np.random.default_rng(seed)
-    narrow_rates = []
-    for a, b, t in zip(n1, n2, thr):
-        x = rng.standard_normal((draws, b))
-        tt = narrow * x.mean(axis=1) / (x.std(axis=1, ddof=1) / math.sqrt(b))
-        p_last = 2 * sps.t.sf(np.abs(tt), b - 1)
-        design = looks(max(int(a), 2), max(int(a), int(b), 2))
-        narrow_rates.append(float((design.two_sided(p_last) <= t).mean()))
-    r_narrow = float(np.mean(narrow_rates))
-    # the smallest k the test rejects at, and its chance at the narrow rate
-    k_crit = next((j for j in range(n + 1) if sps.binomtest(j, n, expected,
-                                                           alternative="greater").pvalue
-                   < 1 - level), n + 1)
+    args = [(s_, a, b, t, st) for s_, a, b, t, st in zip(sd, n1, n2, thr, stop)]
+    cache = {}
+
+    def chance(narrow_):
+        out = []
+        for key in args:
+            if (key, narrow_) not in cache:
+                cache[(key, narrow_)] = _aa_design_rate(*key, narrow_, margin, alpha_eq, draws,
+                                                        rng)
+            out.append(cache[(key, narrow_)])
+        return float(np.mean(out))
+
+    expected, r_narrow = chance(1.0), chance(narrow)
+    test = sps.binomtest(k, n, max(expected, 1e-9), alternative="greater")
+    lo, hi = clopper_pearson(k, n, level)
+    k_crit = next((j for j in range(n + 1) if sps.binomtest(
+        j, n, max(expected, 1e-9), alternative="greater").pvalue < 1 - level), n + 1)
     power = float(sps.binom.sf(k_crit - 1, n, r_narrow)) if k_crit <= n else 0.0
-    return {"k": k, "n": n, "rate": k / n, "ci_low": lo, "ci_high": hi, "threshold": expected,
-            "p": float(test.pvalue), "ok": bool(test.pvalue >= 1 - level),
-            "narrow": narrow, "rate_narrow": r_narrow, "power": power}
+    return {"k": k, "n": n, "rate": k / n, "ci_low": lo, "ci_high": hi,
+            "threshold": float(thr.mean()), "expected": expected, "p": float(test.pvalue),
+            "ok": bool(test.pvalue >= 1 - level), "narrow": narrow, "rate_narrow": r_narrow,
+            "power": power}

@@ -51,6 +51,9 @@ def aa_figures(tables: Sequence[pd.DataFrame], q: float = 0.05, table: str = "du
     have = rows[rows["_threshold"].notna()] if "p" in rows.columns else rows.iloc[:0]
     at = calibration.threshold_rate(
         have["p"], have["_threshold"], have.get("n_look1", have["n"]).fillna(have["n"]),
-        have["n"]) if len(have) else {"n": 0}
+        have.get("n_max", have["n"]).fillna(have["n"]),
+        have.get("sd_log", pd.Series(float("nan"), index=have.index)),
+        stop_level=1 - have.get("ci_level", 1 - have["_threshold"]).astype(float),
+        draws=5000) if len(have) else {"n": 0}
     return {"at_threshold": at, "runs": len(tabs), "n": int(len(rows)), "different": rate, "table": table,
             "equivalent": sum(c == verdicts.EQUIVALENT for c in codes), "bias": bias}

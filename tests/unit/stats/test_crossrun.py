@@ -194,7 +194,8 @@ def structure(tables):
     comps = compare_runs.load_comparisons(tables)
     comps = comps[(comps["se_log"] > 0) & comps["left_cell"].notna()]
     cells = compare_runs.load_cells(tables)
-    keys = cells["env"] + "|" + cells["cell_id"] + "|" + cells["twin"]
+    keys = (cells[compare_runs.MACHINE] + "|" + cells["env"] + "|" + cells["cell_id"] + "|"
+            + cells["twin"])  # a cell is one machine's (compare_runs: left_cell)
     cell_se, cell_df = dict(zip(keys, cells["se_log"])), dict(zip(keys, cells["df"]))
     return crossrun_structure.Structure(comps["left_cell"], comps["right_cell"], cell_se, cell_se,
                                         comps["se_log"], comps["se_log"], comps["df"],
