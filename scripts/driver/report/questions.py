@@ -12,12 +12,25 @@ with the rows it covers):
 The training claims come from the duets table (each version timed in turns beside TF 1 in two
 live workers, driver/tables/duets.py) and, where a study has no duets, from the tf2_vs_tf1
 table's like-for-like rows; inference from call_vs_predict."""
-from driver.report.statements import by_question, claims
+from driver.report.statements import (
+    by_question,
+    claims,
+    fit_note,
+    intro,
+    machine_keys,
+    machine_names,
+)
 
 
-def questions(tabs: dict, min_effect: float, reference: str) -> dict:
-    """{"items": [question], "claims": [Claim], "machines": [key], "source": "duets" | "cells"}:
-    per question (by_question) its label and one line per machine, in the page's order."""
-    found = claims(tabs, min_effect, reference)
+def questions(tabs: dict, min_effect: float, reference: str, facts: dict | None = None) -> dict:
+    """{"items": [question], "claims": [Claim], "machines": [key], "names": {key: plain name},
+    "intro": the line above, "fit": what the answer did not measure (statements.fit_note, or
+    None), "source": "duets" | "cells"}: per question (by_question) its label and one line per
+    machine, in the page's order. `facts`: facts.json's "machines" (the CPU model and cores of
+    each key), else cells.csv names them."""
+    names = machine_names(tabs.get("cells"), facts or {}, machine_keys(tabs))
+    found = claims(tabs, min_effect, reference, names=names)
     return {"items": by_question(found, min_effect), "claims": found["items"],
-            "machines": found["machines"], "source": found["source"]}
+            "machines": found["machines"], "names": found["names"],
+            "intro": intro(found, reference, min_effect),
+            "fit": fit_note(tabs, found, reference, facts), "source": found["source"]}

@@ -1,13 +1,15 @@
 """The README's answer block: the published answer (the same claims as the report's first
 screen and docs/RESULTS.md, driver/report/statements.py) written between two markers of
-README.md by `make republish` (scripts/readme_answer.py), so the README shows the answer without
-a figure typed by hand. tests/unit/docs checks the block is what the published tables give.
+README.md by `make republish` and `make publish` (scripts/readme_answer.py), so the README shows
+the answer without a figure typed by hand. tests/unit/docs checks the block is what the
+published tables give.
 
-The block is the compact form of the claims, one line per question with one part per machine
-("key: 12 of 22 faster (0.85–0.91x); 1 slower (1.10x: TF 2.0.4)"), so that a machine more adds
-a part, not a list of lines: each group says its count, its words (as in statements.group_word,
-without the margin, which the block's first line states once) and the range of its own rows,
-and the version where it holds one row."""
+The block is the compact form of the claims, one line per question with one part per machine,
+the machine in plain words ("2-core AMD EPYC: mostly faster — 12 of 22 faster (0.85–0.91x);
+1 slower (1.10x: TF 2.0.4)"), so that a machine more adds a part, not a list of lines: each part
+says its answer first, then each group's count, its verdict word (one of four) and the range of
+its own rows, and the version where it holds one row. Then what the answer did not measure
+(statements.fit_note)."""
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +17,11 @@ import pandas as pd
 from driver.report.answer import like_for_like
 from driver.report.fmt import col, text
 from driver.report.questions import questions
-from driver.report.statements import WORKLOAD, mode_groups, span_text
-from driver.report.statements import _pct as pct_text
+from driver.report.statements import DASH, answer_word, fit_markdown, mode_groups, span_text, word
 from driver.tables.results import Results
 from tfspeed import atomic
 
+COMPACT_MODE = {"graph": "graph"}  # the graph line's label says "TF 1-style graph" once
 BEGIN = "<!-- answer: written by make republish from docs/tables; do not edit -->"
 END = "<!-- /answer -->"
 
@@ -34,50 +36,52 @@ def reference_of(tabs: dict, fallback: str = "TF 1") -> str:
     return "TF " + ", ".join(refs) if refs else fallback
 
 
-WORDS = {"faster": "faster", "slower": "slower", "undecided": "undecided", "as fast": "as fast",
-         "within, slower": "slower by {pct} within ±{m} %",
-         "within, faster": "faster by {pct} within ±{m} %"}
-
-
-def group_compact(group, n: int, first: bool, margin: float, prefix: str = "") -> str:
-    """'<k>[ of <n>] <word> (<lo>–<hi>x[: TF v])': one group of a claim, its own rows' range."""
+def group_compact(group, n: int, first: bool, prefix: str = "", bare: bool = False) -> str:
+    """'<k>[ of <n>] <word> (<lo>–<hi>x[: TF v])': one group of a claim, its own rows' range
+    (and the version of a lone slower or faster row); `bare`: without its word, which the
+    answer before it says ("mostly slower—21 of 22 (1.45–3.55x)")."""
     k = len(group.rows)
     lo, hi = group.span
-    word = WORDS[group.kind].format(pct=pct_text(lo, hi), m=f"{margin * 100:.0f}")
-    if group.kind in ("faster", "slower"):
-        word = prefix + word
-    detail = span_text(lo, hi) + (f": TF {group.rows[0].version}" if k == 1 else "")
-    return f"{k} of {n} {word} ({detail})" if first and n > 1 else f"{k} {word} ({detail})"
+    # the version of a lone slower or faster row (TF 2.0.4's step): the others' are in the
+    # report and RESULTS.md, where a README line of three machines has no room for them
+    lone = k == 1 and group.kind in ("slower", "faster")
+    detail = span_text(lo, hi) + (f": TF {group.rows[0].version}" if lone else "")
+    w = "" if bare else " " + word(group.kind, prefix)
+    return f"{k} of {n}{w} ({detail})" if first and n > 1 else f"{k}{w} ({detail})"
 
 
-def claim_compact(claim, margin: float) -> str:
-    """A claim's groups in the compact form; inference per mode ('eager, ...; TF 1-style
-    graph, ...'), each mode named as the claim's sentence names it (statements.mode_groups)."""
+def claim_compact(claim) -> str:
+    """A claim's answer, then its groups in the compact form; inference per mode ('eager,
+    <answer> — ...; TF 1-style graph, <answer> — ...'), each mode named as the claim's sentence
+    names it (statements.mode_groups)."""
     if not claim.groups:
         return claim.text.rstrip(".")
     if claim.question != "inference":
-        n = len(claim.rows)
-        return "; ".join(group_compact(g, n, i == 0, margin) for i, g in enumerate(claim.groups))
+        return _groups(claim.groups)
     parts = []
-    for _, name, groups in mode_groups(claim):
-        n = sum(len(g.rows) for g in groups)
-        parts += [(f"{name}, " if i == 0 else "")
-                  + group_compact(g, n, i == 0, margin, prefix="predict() ")
-                  for i, g in enumerate(groups)]
+    for mode, name, groups in mode_groups(claim):
+        name = COMPACT_MODE.get(mode, name)
+        # the label asks whether predict() is slower: its faster and slower are predict()'s
+        parts.append(f"{name}, {_groups(groups)}")
     return "; ".join(parts)
 
 
-def compact_lines(tabs: dict, margin: float, reference: str) -> list[str]:
-    """The answer as one line per question, one part per machine (machine key first where there
-    are several; the Keras scope in the label's parenthesis where every machine shares it)."""
-    found = questions(tabs, margin, reference)
-    ref = reference.removeprefix("TF ")
-    out = ["Is TensorFlow 2 slower than TensorFlow 1? Per question%s: how many TF 2.x versions "
-           "are faster, as fast (equivalent within ±%.0f %%, 1 inside the tested interval), "
-           "slower by a few %% but within ±%.0f %%, slower, or undecided, with the range of "
-           "their ratios; each row %s (inference: predict()'s time over model(x)'s)." % (
-               " and machine" if len(found["machines"]) > 1 else "", margin * 100,
-               margin * 100, WORKLOAD.format(reference=ref)), ""]
+def _groups(groups: tuple) -> str:
+    """The answer, then each group; the first without its word where the answer says it."""
+    n = sum(len(g.rows) for g in groups)
+    said = answer_word(groups)
+    return said + DASH + "; ".join(
+        group_compact(g, n, i == 0, bare=i == 0 and said.removeprefix("mostly ") == g.kind)
+        for i, g in enumerate(groups))
+
+
+def compact_lines(tabs: dict, margin: float, reference: str, facts: dict | None = None,
+                  link: str = "docs/index.html") -> list[str]:
+    """The answer as one line per question, one part per machine (its plain name first where
+    there are several; the Keras scope in the label's parenthesis where every machine shares
+    it), then what it did not measure."""
+    found = questions(tabs, margin, reference, facts)
+    out = [found["intro"], ""]
     for q in found["items"]:
         claims = q["claims"]
         scopes = {c.scope for c in claims}
@@ -85,22 +89,22 @@ def compact_lines(tabs: dict, margin: float, reference: str) -> list[str]:
         head = f"- **{q['label']}**" + (f" ({shared})" if shared else "") + ":"
         parts = []
         for c in claims:
-            who = c.machine + (f" ({c.scope})" if c.scope and not shared else "")
-            parts.append((f"{who}: " if len(claims) > 1 else "") + claim_compact(c, margin))
+            who = c.name + (f" ({c.scope})" if c.scope and not shared else "")
+            parts.append((f"{who}: " if len(claims) > 1 else "") + claim_compact(c))
         out.append(head + " " + ". ".join(parts) + ".")
+    if found["fit"]:
+        out += fit_markdown(found["fit"], f"{link}#{found['fit']['anchor']}")
     return out
 
 
 def block(tables, margin: float) -> str:
     """The block's Markdown (markers included) from a tables folder."""
-    tabs = Results(tables).tables(cells=True)
-    lines = compact_lines(tabs, margin, reference_of(tabs))
-    lines += ["", "Each machine's part describes one published run of it: its intervals hold "
-              "within that run, not across runs ([what a claim covers](docs/METHOD.md#the-"
-              "headline-in-duets)). Measured on the machines and runs in "
-              "[PROVENANCE](docs/PROVENANCE.md); "
-              "the full report is [docs/index.html](docs/index.html), every table's verdicts "
-              "[docs/RESULTS.md](docs/RESULTS.md)."]
+    res = Results(tables)
+    tabs = res.tables(cells=True)
+    lines = compact_lines(tabs, margin, reference_of(tabs), res.facts().get("machines"))
+    lines += ["", "One published run per machine ([what a claim covers](docs/METHOD.md#the-"
+              "headline-in-duets)): [runs](docs/PROVENANCE.md), [report](docs/index.html), "
+              "[every verdict](docs/RESULTS.md)."]
     return "\n".join([BEGIN, *lines, END])
 
 

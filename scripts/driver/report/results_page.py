@@ -8,7 +8,7 @@ from driver.report.bottom_line import bottom_line, more_lines
 from driver.report.fmt import wall_text
 from driver.report.questions import questions
 from driver.report.sections import machines as machines_section
-from driver.report.statements import MODES, WORKLOAD, line_markdown
+from driver.report.statements import MODES, fit_markdown, line_markdown, machine_names
 from driver.stats.verdicts import verdict_word
 from driver.tables.results import Results
 from tfspeed.versions import version_tuple
@@ -25,20 +25,20 @@ def _md(value) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
-def answer_lines(tabs: dict, min_effect: float, reference: str, modes: bool = True) -> list[str]:
+def answer_lines(tabs: dict, min_effect: float, reference: str, modes: bool = True,
+                 facts: dict | None = None, link: str = "index.html") -> list[str]:
     """The answer in Markdown, as the report's first screen gives it (the same claims,
-    driver/report/statements.py): what the modes are, then one bullet per question, with
-    several machines one line per machine. RESULTS.md and the README block print it."""
-    found = questions(tabs, min_effect, reference)
-    machines = found["machines"]
-    where = ("on %s" % machines[0]) if len(machines) == 1 else (
-        "on %d machines (%s), one line each" % (len(machines), ", ".join(machines))
-        if machines else "on this machine")
-    out = ["Is TensorFlow 2 slower than TensorFlow 1? %s, each row %s.%s" % (
-        where[0].upper() + where[1:], WORKLOAD.format(reference=reference.removeprefix("TF ")),
-        " " + "; ".join("*%s*: %s" % kv for kv in MODES.items()) + "." if modes else ""), ""]
+    driver/report/statements.py): the line that says how to read it (and, with `modes`, what the
+    modes are), one bullet per question, with several machines one line per machine named in
+    plain words, then what the answer did not measure (its rows in the report at `link`).
+    RESULTS.md prints it. `facts`: facts.json's machines (their CPU models and cores)."""
+    found = questions(tabs, min_effect, reference, facts)
+    out = [found["intro"] + (" " + "; ".join("*%s*: %s" % kv for kv in MODES.items()) + "."
+                             if modes else ""), ""]
     for q in found["items"]:
         out += line_markdown(q)
+    if found["fit"]:
+        out += fit_markdown(found["fit"], "%s#%s" % (link, found["fit"]["anchor"]))
     return out
 
 
@@ -68,15 +68,19 @@ def results_page(tables, min_effect: float, runs=None) -> str:
            "every table under `tables/`, and the runs, with their commits, dates and "
            "checksums, [`PROVENANCE.md`](PROVENANCE.md).", ""]
     if runs:
-        out += ["## Runs", "", "| machine key | run | run commit | measured (UTC) | wall time |",
-                "| --- | --- | --- | --- | --- |"]
+        names = machine_names(cells, facts.get("machines") or {}, [r["machine"] for r in runs])
+        out += ["## Runs", "",
+                "| machine | machine key | run | run commit | measured (UTC) | wall time |",
+                "| --- | --- | --- | --- | --- | --- |"]
         for run in runs:
-            out.append("| %s | [%s](data/%s/%s/run.json) | `%s` | %s to %s | %s |" % (
-                run["machine"], run["run_id"], run["machine"], run["run_id"],
+            out.append("| %s | %s | [%s](data/%s/%s/run.json) | `%s` | %s to %s | %s |" % (
+                names.get(run["machine"], run["machine"]), run["machine"], run["run_id"],
+                run["machine"], run["run_id"],
                 str(run.get("commit") or "unknown")[:12], run.get("started_utc"),
                 run.get("ended_utc"), wall_text(run.get("wall_s"))))
         out.append("")
-    out += ["## The answer", ""] + answer_lines(tabs, min_effect, bottom["reference"])
+    out += ["## The answer", ""] + answer_lines(tabs, min_effect, bottom["reference"],
+                                                facts=facts.get("machines"))
     out += [""] + duet_checks.markdown(tabs)
     out += ["## More from this run", ""]
     for line in more_lines(bottom):

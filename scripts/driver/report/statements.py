@@ -2,13 +2,15 @@
 covers (their ids and numbers kept with it), and the report's first screen, docs/RESULTS.md and
 the README's answer block (driver/report/readme_block.py) all print the same Claim objects.
 
-A claim splits its rows into groups by what each row's intervals say (driver/stats/verdicts.py
-decides; this module only names): *slower* / *faster* (the verdict), *within ±m %* (equivalent,
-its equivalence interval inside the margin), split by the tested interval into *as fast* (it
-holds 1), *slower by a–b %, within ±m %* (it lies above 1) and *faster by a–b %, within ±m %*
-(below 1), and *undecided*. Every group says its count and the range of exactly its own rows'
+A claim splits its rows into groups by the verdict of each row (driver/stats/verdicts.py decides;
+this module only names), in four words and no more (VERDICT_WORDS): *faster* and *slower* (decided,
+outside the margin), *as fast* (equivalent: inside ±m %, on whichever side of 1) and *not
+decided*. The exact ratio and interval of each row stay in the tables and plots. A claim says its
+answer first (answer_word: the one word, "mostly <word>" where more than half the rows share it,
+else "it depends"), then every group's count and the range of exactly its own rows'
 ratios, so no range covers a row its count leaves out. A table with several machine keys gives
-one claim per machine and question (twin keys, the A/A check's copies, are not machines).
+one claim per machine and question (twin keys, the A/A check's copies, are not machines), each
+machine named in plain words (machine_names: "2-core AMD EPYC"); the key stays in the tables.
 
 The modes as TensorFlow users know them (MODES): *graph* is the TF 1-style graph
 (`tf.compat.v1.disable_eager_execution()` in TF 2; tfspeed/backends/tf.py: setup), *eager* is
@@ -16,7 +18,8 @@ TF 2's default, where Keras compiles the train step with tf.function unless `run
 and *function* is a custom training step the user wraps in `@tf.function` (a mode of its own,
 never in the answer's training rows)."""
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -36,12 +39,14 @@ MODES = {
 WORKLOAD = ("one `train_on_batch()` step of the study's small Conv1D model on a numpy batch, "
             "its ratio TF 2.x's step time over TF {reference}'s in the same mode")
 
-LABELS = {"graph": "Training, TF 1-style graph", "keras3": "Training, eager, Keras 3",
-          "keras2": "Training, eager, Keras 2",
-          "inference": "Inference, one small batch, predict() against model(x)"}
+LABELS = {"graph": "Training in the TF 1-style graph", "keras3": "Training with Keras 3, eager",
+          "keras2": "Training with Keras 2, eager",
+          "inference": "Inference on one small batch: is predict() slower than model(x)?"}
 
-# group kinds, in the order a sentence lists them when their counts tie
-KINDS = ("faster", "as fast", "within, slower", "within, faster", "slower", "undecided")
+# the four verdict words of an answer line, in the order a sentence lists groups whose counts tie
+KINDS = VERDICT_WORDS = ("faster", "as fast", "slower", "not decided")
+# between a line's answer and its counts (closed up, as an em dash is set)
+DASH = "—"
 
 
 @dataclass(frozen=True)
@@ -70,12 +75,13 @@ class Group:
 @dataclass(frozen=True)
 class Claim:
     question: str  # graph, keras3, keras2, inference
-    machine: str
+    machine: str  # the key, as the tables have it
     label: str  # the question: "Training, TF 1-style graph"
     scope: str  # what this machine's rows are: "tf.keras to TF 2.15.1, tf_keras from TF 2.16.2"
     text: str
     cls: str
     groups: tuple  # Group
+    name: str = ""  # the machine in plain words ("2-core AMD EPYC")
 
     @property
     def rows(self) -> tuple:
@@ -89,19 +95,12 @@ class Claim:
         return sum(len(g.rows) for g in self.groups if g.kind == kind)
 
 
-def kind_of(verdict: str, lo: float, hi: float) -> str:
-    """The group a row belongs to, from its verdict and its tested interval [lo, hi]."""
-    if verdict == RIGHT_FASTER:
-        return "slower"
-    if verdict == LEFT_FASTER:
-        return "faster"
-    if verdict == EQUIVALENT:
-        if lo > 1:
-            return "within, slower"
-        if hi < 1:
-            return "within, faster"
-        return "as fast"
-    return "undecided"
+def kind_of(verdict: str, lo: float = math.nan, hi: float = math.nan) -> str:
+    """The group a row belongs to, from its verdict alone: an equivalent row is "as fast"
+    whichever side of 1 its interval lies (its exact ratio and interval are in the tables)."""
+    del lo, hi  # the verdict says it all; kept for callers that pass the interval
+    return {RIGHT_FASTER: "slower", LEFT_FASTER: "faster", EQUIVALENT: "as fast"}.get(
+        verdict, "not decided")
 
 
 def x(value: float) -> str:
@@ -112,23 +111,27 @@ def span_text(lo: float, hi: float) -> str:
     return x(lo) if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}x"
 
 
-def _pct(lo: float, hi: float) -> str:
-    a, b = sorted((abs(lo - 1) * 100, abs(hi - 1) * 100))
-    a, b = round(a), round(b)
-    return f"{b} %" if a == b else f"{a}–{b} %"
+def word(kind: str, prefix: str = "") -> str:
+    """A group's verdict word; `prefix` ("predict() ") before faster and slower."""
+    return prefix + kind if kind in ("faster", "slower") else kind
 
 
-def group_word(group: Group, margin: float, slower="slower", faster="faster") -> str:
-    """What a group's rows are, in words that say what their intervals say."""
-    within = f"within ±{margin * 100:.0f} %"
-    lo, hi = group.span
-    return {"faster": faster, "slower": slower, "undecided": "undecided",
-            "as fast": f"as fast, {within},",
-            "within, slower": f"{slower} by {_pct(lo, hi)}, {within},",
-            "within, faster": f"{faster} by {_pct(lo, hi)}, {within},"}[group.kind]
+def answer_word(groups: tuple, prefix: str = "") -> str:
+    """A claim's (or one mode's) answer before its counts: the one word of every row, "mostly
+    <word>" where more than half the rows share it, else "it depends"."""
+    n = sum(len(g.rows) for g in groups)
+    if not n:
+        return "not measured"
+    top = groups[0]  # the largest group (groups_of)
+    if len(top.rows) == n:
+        return word(top.kind, prefix)
+    if 2 * len(top.rows) > n:
+        return (f"{prefix}mostly {top.kind}" if top.kind in ("faster", "slower")
+                else f"mostly {top.kind}")
+    return "it depends"
 
 
-def group_text(group: Group, n: int, first: bool, margin: float, **words) -> str:
+def group_text(group: Group, n: int, first: bool, prefix: str = "") -> str:
     """'<word> in <k>[ of <n>] version[s] (<lo>–<hi>x[, median <m>x][: TF a, TF b])': the range
     and median of this group's rows alone, and the versions where there are three or fewer."""
     k = len(group.rows)
@@ -140,7 +143,7 @@ def group_text(group: Group, n: int, first: bool, margin: float, **words) -> str
         detail += f", median {x(float(np.median([r.ratio for r in group.rows])))}"
     if k <= 3:
         detail += ": " + ", ".join(f"TF {r.version}" for r in group.rows)
-    return f"{group_word(group, margin, **words)} in {count} ({detail})"
+    return f"{word(group.kind, prefix)} in {count} ({detail})"
 
 
 def groups_of(rows: list) -> tuple:
@@ -196,7 +199,8 @@ def training_claim(qid: str, machine: str, rows: list, reference: str, margin: f
                      f"{reference}.", "nodata", ())
     groups = groups_of(rows)
     n = len(rows)
-    body = "; ".join(group_text(g, n, i == 0, margin) for i, g in enumerate(groups))
+    body = answer_word(groups) + DASH + "; ".join(group_text(g, n, i == 0)
+                                                  for i, g in enumerate(groups))
     slow = sum(len(g.rows) for g in groups if g.kind == "slower")
     fast = sum(len(g.rows) for g in groups if g.kind == "faster")
     cls = "slower" if slow * 2 > n else "faster" if fast * 2 > n else \
@@ -210,6 +214,11 @@ def _machines(*frames) -> list[str]:
         if df is not None and not df.empty:
             keys |= {text(m) for m in col(df, "machine").dropna()}
     return sorted(k for k in keys if not layout.is_twin(k)) or [""]
+
+
+def machine_keys(tabs: dict) -> list[str]:
+    """The machines the answer covers (twin keys left out; [""] when the tables name none)."""
+    return _machines(tabs.get("duets"), tabs.get("tf2_vs_tf1"), tabs.get("call_vs_predict"))
 
 
 def _on(df: pd.DataFrame, machine: str) -> pd.DataFrame:
@@ -253,6 +262,7 @@ def training_rows(tabs: dict, machine: str = "") -> dict:
 
 # the inference claim's modes, in its order, with the names its sentence gives them
 INFERENCE_MODES = (("eager", "eager"), ("graph", "TF 1-style graph"))
+PREDICT = "predict() "  # the inference claim's faster and slower are predict()'s
 
 
 def mode_groups(claim: Claim) -> list[tuple[str, str, tuple]]:
@@ -294,9 +304,8 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
         rows.sort(key=lambda r: version_key(r.version))
         g = groups_of(rows)
         groups += g
-        parts.append(f"{name}: " + "; ".join(
-            group_text(grp, len(rows), i == 0, margin, slower="predict() slower",
-                       faster="predict() faster") for i, grp in enumerate(g)))
+        parts.append(f"{name}: {answer_word(g, PREDICT)}{DASH}" + "; ".join(
+            group_text(grp, len(rows), i == 0, PREDICT) for i, grp in enumerate(g)))
     cls = "slower" if all(grp.kind == "slower" for grp in groups) else "mixed"
     vers = sorted({r.version for g in groups for r in g.rows}, key=version_key)
     scope = f"TF {vers[0]}–{vers[-1]}" if len(vers) > 1 else f"TF {vers[0]}" if vers else ""
@@ -304,11 +313,13 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
                  "time over model(x)'s.", cls, tuple(groups))
 
 
-def claims(tabs: dict, margin: float, reference: str) -> dict:
-    """{"machines": [key], "source": "duets" | "cells", "items": [Claim]}: per question (graph,
-    keras3, keras2, inference), one claim per machine, in that order. A study without TF >= 2.16
-    on any machine has no Keras 3 question."""
-    machines = _machines(tabs.get("duets"), tabs.get("tf2_vs_tf1"), tabs.get("call_vs_predict"))
+def claims(tabs: dict, margin: float, reference: str, names: dict | None = None) -> dict:
+    """{"machines": [key], "names": {key: plain name}, "source": "duets" | "cells", "items":
+    [Claim]}: per question (graph, keras3, keras2, inference), one claim per machine, in that
+    order. A study without TF >= 2.16 on any machine has no Keras 3 question. `names`: the
+    machines in plain words (machine_names), else read from tabs["cells"]."""
+    machines = machine_keys(tabs)
+    names = names if names is not None else machine_names(tabs.get("cells"), {}, machines)
     rows = {m: training_rows(tabs, m) for m in machines}
     items = []
     for qid in ("graph", "keras3", "keras2"):
@@ -316,55 +327,107 @@ def claims(tabs: dict, margin: float, reference: str) -> dict:
             continue
         items += [training_claim(qid, m, rows[m][qid], reference, margin) for m in machines]
     items += [inference_claim(tabs, m, margin) for m in machines]
+    items = [replace(c, name=names.get(c.machine) or c.machine) for c in items]
     sources = {rows[m]["source"] for m in machines}
-    return {"machines": [m for m in machines if m], "items": items,
+    keys = [m for m in machines if m]
+    return {"machines": keys, "names": {m: names.get(m) or m for m in keys}, "items": items,
             "source": "duets" if "duets" in sources else "cells"}
 
 
-TALLY_WORDS = {"faster": "faster", "slower": "slower", "undecided": "undecided",
-               "as fast": "as fast", "within, slower": "within ±{m} % but slower",
-               "within, faster": "within ±{m} % but faster"}
+# ---------------------------------------------------------------------------------------------
+# The machines in plain words
+
+CPU_NOISE = re.compile(r"\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", re.I)
 
 
-def tally(claim: Claim, margin: float) -> str:
-    """The claim in counts alone, for a first screen that holds several machines: '11 of 22 as
-    fast, 9 undecided, 1 slower' (groups as the sentence orders them; the inference claim per
-    mode, its words 'predict() slower'/'predict() faster'). The same rows as claim.text."""
+def cores_of(key: str, facts: dict | None = None) -> int | None:
+    """A machine's logical cores: its facts' cpu_count, else its key's '<n>c' part."""
+    n = (facts or {}).get("cpu_count")
+    if n:
+        return int(n)
+    found = re.search(r"-(\d+)c(?:-|$)", key or "")
+    return int(found.group(1)) if found else None
+
+
+def machine_names(cells: pd.DataFrame | None, facts: dict, keys) -> dict:
+    """{key: '2-core AMD EPYC'}: each machine's CPU model (facts.json's, else cells.csv's
+    cpu_model) and cores, in plain words; two machines of one name are told apart by a number
+    ('2-core Intel Xeon no. 2', in key order); a machine with no CPU model keeps its key."""
+    facts = facts or {}
+    out = {}
+    for key in sorted(k for k in keys if k):
+        model = text((facts.get(key) or {}).get("cpu_model"))
+        if not model and cells is not None and not cells.empty and "cpu_model" in cells.columns:
+            found = cells.loc[col(cells, "machine").map(text) == key, "cpu_model"].dropna()
+            model = text(found.mode().iloc[0]) if len(found) else ""
+        model = " ".join(CPU_NOISE.sub(" ", model).split())
+        if not model:
+            out[key] = key
+            continue
+        n = cores_of(key, facts.get(key))
+        out[key] = f"{n}-core {model}" if n else model
+    seen: dict = {}
+    for key in sorted(out):
+        seen.setdefault(out[key], []).append(key)
+    for name, same in seen.items():
+        if len(same) > 1:
+            for i, key in enumerate(same, 1):
+                out[key] = f"{name} no. {i}"
+    return out
+
+
+def cpus_text(keys, facts: dict | None = None) -> str:
+    """'2-core CPUs' (the cores of every machine), 'CPUs with 2 and 4 cores', or 'CPUs'."""
+    cores = sorted({c for c in (cores_of(k, (facts or {}).get(k)) for k in keys) if c})
+    if len(cores) == 1:
+        return f"{cores[0]}-core CPUs" if len(list(keys)) > 1 else f"a {cores[0]}-core CPU"
+    if cores:
+        return "CPUs with " + " and ".join(map(str, cores)) + " cores"
+    return "CPUs"
+
+
+# ---------------------------------------------------------------------------------------------
+# How the answer is shown: counts alone, per question, in Markdown
+
+def tally(claim: Claim, margin: float = 0.10) -> str:
+    """The claim's answer and its counts alone, for a first screen that holds several machines:
+    'mostly as fast — 12 of 22 as fast, 9 not decided, 1 slower' (groups as the sentence orders
+    them; the inference claim per mode, its words 'predict() slower'/'predict() faster'). The
+    same rows as claim.text."""
+    del margin  # the four words carry no margin
     if not claim.rows:
         return claim.text
-    m = f"{margin * 100:.0f}"
 
     def counts(groups: tuple, n: int, pre: str) -> str:
         out = []
         for i, g in enumerate(groups):
-            word = TALLY_WORDS[g.kind].format(m=m)
-            if pre and g.kind in ("faster", "slower"):
-                word = f"{pre} {word}"
             k = len(g.rows)
-            out.append(f"{k} of {n} {word}" if i == 0 else f"{k} {word}")
-        return ", ".join(out)
+            out.append(f"{k} of {n} {word(g.kind, pre)}" if i == 0
+                       else f"{k} {word(g.kind, pre)}")
+        return answer_word(groups, pre) + DASH + ", ".join(out)
 
     if claim.question != "inference":
         return counts(claim.groups, len(claim.rows), "")
-    return "; ".join(f"{name}: {counts(groups, sum(len(g.rows) for g in groups), 'predict()')}"
+    return "; ".join(f"{name}: {counts(groups, sum(len(g.rows) for g in groups), PREDICT)}"
                      for _, name, groups in mode_groups(claim))
 
 
 def by_question(found: dict, margin: float = 0.10) -> list[dict]:
     """The claims grouped for display, questions in order: [{"id", "label", "claims", "lines"}],
-    each line {"who", "text", "cls", "machine", "tally"}: with one machine, who is the claim's
-    scope (its label's parenthesis); with several, the machine key and its scope, one line per
-    machine; tally is the claim in counts alone (the first screen of several machines)."""
+    each line {"who", "text", "cls", "machine", "name", "tally"}: with one machine, who is the
+    claim's scope (its label's parenthesis); with several, the machine in plain words and its
+    scope, one line per machine; tally is the claim in counts alone (the first screen of several
+    machines); machine is the key."""
     out: dict = {}
     several = len(found["machines"]) > 1
     for c in found["items"]:
         q = out.setdefault(c.question, {"id": c.question, "label": c.label, "claims": [],
                                         "lines": []})
         q["claims"].append(c)
-        who = f"{c.machine} ({c.scope})" if several and c.scope else c.machine if several \
-            else c.scope
+        name = c.name or c.machine
+        who = f"{name} ({c.scope})" if several and c.scope else name if several else c.scope
         q["lines"].append({"who": who, "text": c.text, "cls": c.cls, "machine": c.machine,
-                           "tally": tally(c, margin)})
+                           "name": name, "tally": tally(c, margin)})
     return list(out.values())
 
 
@@ -376,3 +439,74 @@ def line_markdown(q: dict) -> list[str]:
         return [f"- **{q['label']}**" + (f" ({ln['who']})" if ln["who"] else "")
                 + f": {ln['text']}"]
     return [f"- **{q['label']}**:"] + [f"  - {ln['who']}: {ln['text']}" for ln in q["lines"]]
+
+
+def intro(found: dict, reference: str, margin: float) -> str:
+    """The line above the answer: the question, how a line reads (its answer, then the counts,
+    in the four words), what a ratio is, and the machines in plain words."""
+    names = [found["names"][m] for m in found["machines"]]
+    where = f" On a {names[0]}." if len(names) == 1 else ""
+    return ("Is TensorFlow 2 slower than TensorFlow 1? Each part answers first (faster, as fast: "
+            f"within ±{margin * 100:.0f} %, slower, not decided), then counts TF 2.x versions "
+            "per verdict; a ratio is TF 2.x's time for one `train_on_batch()` step of a small "
+            f"Conv1D model ÷ {reference}'s, same mode." + where)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the answer did not measure: fit() over an epoch with Keras 3 (tf2_vs_tf1's rows)
+
+CLS = {"slower": "slower", "faster": "faster", "as fast": "equal"}  # a line's style
+FIT_ANCHOR = "cmp-tf2_vs_tf1-cross"  # the report's table of rows that also change the Keras
+
+
+def fit_rows(tabs: dict, machine: str) -> list:
+    """tf2_vs_tf1's Keras 3 fit() over an epoch against TF 1's tf.keras on one machine, numpy
+    input where it was measured: [Row], version order."""
+    tf2 = _on(tabs.get("tf2_vs_tf1", pd.DataFrame()), machine)
+    if tf2.empty or "api" not in tf2.columns:
+        return []
+    df = tf2[(col(tf2, "api").map(text) == "fit_epoch")
+             & (col(tf2, "left_keras").map(text) == "keras3")
+             & (col(tf2, "right_keras").map(text) == "tf.keras")]
+    if "input" in df.columns and (col(df, "input").map(text) == "numpy").any():
+        df = df[col(df, "input").map(text) == "numpy"]
+    return rows_of(df)
+
+
+def fit_note(tabs: dict, found: dict, reference: str, facts: dict | None = None) -> dict | None:
+    """The answer's limit, beside it: it covers one train_on_batch() step of the small model on
+    the study's CPUs; fit() over an epoch with Keras 3, against TF 1's fit(), per machine.
+    {"label", "lines": [{"machine", "name", "text", "cls"}], "anchor"}; None without such
+    rows."""
+    lines, differs = [], False
+    keras3 = {c.machine: c for c in found["items"] if c.question == "keras3"}
+    for m in found["machines"] or [""]:
+        rows = fit_rows(tabs, m)
+        if not rows:
+            continue
+        groups = groups_of(rows)
+        lo, hi = min(r.ratio for r in rows), max(r.ratio for r in rows)
+        vers = [r.version for r in rows]
+        which = f"TF {vers[0]}" if len(vers) == 1 else f"TF {vers[0]}–{vers[-1]}"
+        lines.append({"machine": m, "name": found["names"].get(m, m),
+                      "text": f"{answer_word(groups)}, {span_text(lo, hi)} ({which})",
+                      "cls": CLS.get(answer_word(groups), "mixed")})
+        claim = keras3.get(m)
+        differs |= claim is None or not claim.groups or \
+            {g.kind for g in groups} != {claim.groups[0].kind}
+    if not lines:
+        return None
+    story = "tells a different story" if differs else "gives the same answer"
+    label = (f"Not in this answer (one `train_on_batch()` step, small model, "
+             f"{cpus_text(found['machines'], facts)}): Keras 3's `fit()` over an epoch against "
+             f"{reference}'s {story}")
+    return {"id": "fit", "label": label, "lines": lines, "anchor": FIT_ANCHOR}
+
+
+def fit_markdown(note: dict | None, link: str) -> list[str]:
+    """The note as one Markdown bullet: 'name: text' per machine (the text alone with one)."""
+    if not note:
+        return []
+    parts = [(f"{ln['name']}: " if len(note["lines"]) > 1 else "") + ln["text"]
+             for ln in note["lines"]]
+    return [f"- **{note['label']}**: " + "; ".join(parts) + f" ([the rows]({link}))."]

@@ -1,16 +1,28 @@
-"""Every count, range, median, version list and verdict word of the answer is recomputed from the
-CSVs by an independent reader (tests/support/answer_check.py), wherever the answer is printed:
-README.md's block, docs/RESULTS.md and the report's first screen for the published run, and the
-Markdown answer (results_page.answer_lines, which RESULTS.md and the README print) for planted
-tables: rows that differ but lie within the margin, undecided rows, a version missing from a mode,
-two machines. A planted contradiction (a range over the wrong rows, a mislabelled mode, "as fast"
-for a row the interval puts above 1, a machine's line given another's numbers) fails it."""
+"""Every answer word, count, range, median, version list and verdict word of the answer is
+recomputed from the CSVs by an independent reader (tests/support/answer_check.py), wherever the
+answer is printed: README.md's block, docs/RESULTS.md and the report's first screen for the
+published run, and the Markdown answer (results_page.answer_lines, which RESULTS.md prints) and
+the README's compact form for planted tables: rows within the margin on either side of 1,
+undecided rows, a version missing from a mode, two and three machines named in plain words, and
+what the answer did not measure (Keras 3 fit() over an epoch, per machine). An answer line uses
+four verdict words (faster, as fast, slower, not decided). A planted contradiction (a range over
+the wrong rows, a mislabelled mode, "as fast" for a slower row, a wrong answer word, a machine's
+line given another's numbers) fails it."""
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from answer_check import check, compact_entries, html_entries, markdown_entries, section
+from answer_check import (
+    check,
+    compact_entries,
+    html_entries,
+    markdown_entries,
+    plain_names,
+    section,
+    verdict_words,
+)
 
 from driver.report import readme_block
 from driver.report.questions import questions
@@ -28,10 +40,14 @@ def published():
         pytest.skip("no published duets table")
     duets = pd.read_csv(tables / "duets.csv")
     cvp = pd.read_csv(tables / "call_vs_predict.csv")
-    machines = sorted(m for m in duets["machine"].unique() if not m.endswith(".twin"))
+    tf2 = pd.read_csv(tables / "tf2_vs_tf1.csv")
+    keys = sorted(m for m in duets["machine"].unique() if not m.endswith(".twin"))
+    facts = json.loads((tables / "facts.json").read_text(encoding="utf-8"))
     import readme_answer
 
-    return duets, cvp, machines, readme_answer.published_margin(DOCS)
+    return {"duets": duets, "cvp": cvp, "tf2": tf2, "keys": keys,
+            "names": plain_names(facts.get("machines") or {}, keys),
+            "margin": readme_answer.published_margin(DOCS)}
 
 
 @pytest.fixture(scope="module")
@@ -42,37 +58,46 @@ def pub():
     return published()
 
 
+def _check(entries, p):
+    return check(entries, p["duets"], p["cvp"], p["margin"], p["names"], tf2=p["tf2"])
+
+
 def test_readme_block(pub):
-    duets, cvp, machines, margin = pub
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme_block.current(readme).splitlines()
-    entries = compact_entries(block, machines)
-    assert len(entries) >= 3 * len(machines), block
-    assert check(entries, duets, cvp, margin, machines) == []
-    assert "\n".join(block) == readme_block.block(DOCS / "tables", margin), \
+    entries = compact_entries(block, pub["names"])
+    assert len(entries) >= 3 * len(pub["keys"]), block
+    assert _check(entries, pub) == []
+    assert "\n".join(block) == readme_block.block(DOCS / "tables", pub["margin"]), \
         "README's answer block is not what docs/tables give: run make republish"
     first = readme.splitlines().index(block[0])
     assert first < 30, "the answer must start within README's first 30 lines"
+    assert not verdict_words("\n".join(ln for ln in block if ln.startswith("- ")))
+    for key in pub["keys"]:
+        assert key not in "\n".join(block), "a machine key in the README's answer"
 
 
 def test_results_page(pub):
-    duets, cvp, machines, margin = pub
     lines = section((DOCS / "RESULTS.md").read_text(encoding="utf-8"), "## The answer", "## ")
-    assert check(markdown_entries(lines), duets, cvp, margin, machines) == []
+    assert _check(markdown_entries(lines), pub) == []
+    assert not verdict_words("\n".join(ln for ln in lines if ln.startswith(("- ", "  - "))))
 
 
 def test_report_first_screen(pub):
-    duets, cvp, machines, margin = pub
-    entries = html_entries((DOCS / "index.html").read_text(encoding="utf-8"))
+    page = (DOCS / "index.html").read_text(encoding="utf-8")
+    entries = html_entries(page)
     assert len(entries) >= 3
-    if len(machines) > 1:  # the counts on the first screen, the sentences below the plots
+    if len(pub["keys"]) > 1:  # the counts on the first screen, the sentences below the plots
         first = [e for e in entries if e.get("tally")]
         full = [e for e in entries if e.get("full")]
-        assert len(first) + len(full) == len(entries) and first and full
-        assert check(first, duets, cvp, margin, machines) == []
-        assert check(full, duets, cvp, margin, machines) == []
+        assert first and full
+        assert _check(first, pub) == []
+        assert _check(full, pub) == []
     else:
-        assert check(entries, duets, cvp, margin, machines) == []
+        assert _check(entries, pub) == []
+    title = re.search(r"<title>(.*?)</title>", page).group(1)
+    for key in pub["keys"]:
+        assert key not in title and pub["names"][key] in title
 
 
 def test_readme_size():
@@ -81,18 +106,19 @@ def test_readme_size():
     assert len(text.split()) <= 1200
 
 
-def test_readme_fits_a_third_machine(pub, tmp_path):
+def test_readme_fits_a_third_machine(pub):
     """The published tables with a third machine (a copy of the longest machine's rows, ratios
     shifted so that its groups differ) still give a README within 120 lines and 1,200 words."""
-    duets, cvp, machines, margin = pub
-    tabs = {"duets": duets, "call_vs_predict": cvp}
+    tabs = {"duets": pub["duets"], "call_vs_predict": pub["cvp"], "tf2_vs_tf1": pub["tf2"]}
+    machines = pub["keys"]
     longest = max(machines, key=lambda m: len(
-        readme_block.compact_lines(_only(tabs, m), margin, "TF 1.14.0")[2]))
+        readme_block.compact_lines(_only(tabs, m), pub["margin"], "TF 1.14.0")[2]))
     third = {k: pd.concat([v, _only(tabs, longest)[k].assign(machine="third-machine-key-0000")
                            .pipe(_shift, 1.03)], ignore_index=True) for k, v in tabs.items()}
-    lines = readme_block.compact_lines(third, margin, "TF 1.14.0")
-    entries = compact_entries(lines, machines + ["third-machine-key-0000"])
-    assert len({e["who"].partition(" (")[0] for e in entries}) == len(machines) + 1
+    lines = readme_block.compact_lines(third, pub["margin"], "TF 1.14.0")
+    keys = machines + ["third-machine-key-0000"]
+    entries = compact_entries(lines, keys)
+    assert len({e["who"].partition(" (")[0] for e in entries if e["who"]}) == len(keys)
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     new = readme_block.splice(readme, "\n".join([readme_block.BEGIN, *lines, readme_block.END]))
     assert len(new.splitlines()) <= 120
@@ -154,8 +180,37 @@ def planted_cvp(machine="m1"):
                          for v, m, r, lo, hi, d in rows])
 
 
-def answer_of(duets, cvp):
-    return answer_lines({"duets": duets, "call_vs_predict": cvp}, MARGIN, "TF 1.14.0")
+def planted_tf2(machine="m1", ratio=1.55, verdict="right_faster"):
+    """tf2_vs_tf1's Keras 3 fit() over an epoch rows (numpy and tf.data) of one machine."""
+    return pd.DataFrame([{"machine": machine, "model": "small", "data": "small", "mode": "eager",
+                          "api": "fit_epoch", "input": inp, "device": "cpu", "left_env": "tf2.21",
+                          "right_env": "tf1.14", "left_framework_version": "2.21.0",
+                          "right_framework_version": "1.14.0", "left_keras": "keras3",
+                          "right_keras": "tf.keras", "ratio": r, "ratio_ci_low": r * 0.8,
+                          "ratio_ci_high": r * 1.25, "verdict": v}
+                         for inp, r, v in (("numpy", ratio, verdict),
+                                           ("tfdata", 0.92, "inconclusive"))])
+
+
+FACTS = {"amd-epyc-2c-a59bbdd3": {"cpu_model": "AMD EPYC", "cpu_count": 2},
+         "intel-xeon-2c-4db20bbf": {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 2},
+         "m3-key": {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 2}}
+
+
+def tables(keys, shift=0.02):
+    duets = pd.concat([planted_duets(k, shift=1 + shift * i) for i, k in enumerate(keys)],
+                      ignore_index=True)
+    cvp = pd.concat([planted_cvp(k) for k in keys], ignore_index=True)
+    tf2 = pd.concat([planted_tf2(k, ratio=1.55 - 0.3 * i) for i, k in enumerate(keys)],
+                    ignore_index=True)
+    return {"duets": duets, "call_vs_predict": cvp, "tf2_vs_tf1": tf2}
+
+
+def answer_of(duets, cvp, tf2=None, facts=None):
+    tabs = {"duets": duets, "call_vs_predict": cvp}
+    if tf2 is not None:
+        tabs["tf2_vs_tf1"] = tf2
+    return answer_lines(tabs, MARGIN, "TF 1.14.0", facts=facts)
 
 
 def machines_of(duets):
@@ -163,89 +218,120 @@ def machines_of(duets):
 
 
 def test_planted_one_machine_reads_true():
-    duets, cvp = planted_duets(), planted_cvp()
-    lines = answer_of(duets, cvp)
-    assert check(markdown_entries(lines), duets, cvp, MARGIN, machines_of(duets)) == []
+    duets, cvp, tf2 = planted_duets(), planted_cvp(), planted_tf2()
+    lines = answer_of(duets, cvp, tf2)
+    assert check(markdown_entries(lines), duets, cvp, MARGIN, machines_of(duets), tf2=tf2) == []
     text = "\n".join(lines)
-    # the words say what the intervals say
-    assert "slower by 1–2 %, within ±10 %, in 2 versions" in text, text
-    assert "faster by 4 %, within ±10 %, in 1 version (0.96x: TF 2.13.1)" in text
-    assert "undecided in 1 version (0.90x: TF 2.11.1)" in text
+    # four words: rows within the margin are as fast whichever side of 1 they lie
+    assert "it depends—as fast in 4 of 8 versions (0.96–1.02x, median 1.00x)" in text, text
+    assert "not decided in 1 version (0.90x: TF 2.11.1)" in text
     assert "(tf.keras to TF 2.13.1, tf_keras from TF 2.16.2)" in text
+    answers = "\n".join(ln for ln in lines if ln.startswith("- "))
+    assert not verdict_words(answers), verdict_words(answers)
+    assert "slower, 1.55x (TF 2.21.0)" in text  # what it did not measure
 
 
-def test_planted_two_machines_one_line_each():
-    duets = pd.concat([planted_duets("intel-xeon-2c-4db20bbf"),
-                       planted_duets("amd-epyc-2c-a59bbdd3", shift=1.02)], ignore_index=True)
-    cvp = pd.concat([planted_cvp("intel-xeon-2c-4db20bbf"), planted_cvp("amd-epyc-2c-a59bbdd3")],
-                    ignore_index=True)
-    lines = answer_of(duets, cvp)
-    assert "On 2 machines (amd-epyc-2c-a59bbdd3, intel-xeon-2c-4db20bbf)" in lines[0]
+def test_the_four_words_and_the_answer_first():
+    """Every answer line's verdict words are the four; each claim says its answer before its
+    counts, and the answer is what its rows' words say."""
+    tabs = tables(["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"])
+    found = questions(tabs, MARGIN, "TF 1.14.0", FACTS)
+    for q in found["items"]:
+        for ln in q["lines"]:
+            assert not verdict_words(ln["text"]) and not verdict_words(ln["tally"])
+            assert "—" in ln["text"], ln["text"]
+    graph = found["items"][0]["lines"][0]["text"]
+    assert graph.startswith("it depends—"), graph
+    k3 = next(q for q in found["items"] if q["id"] == "keras3")["lines"][0]["text"]
+    assert k3.startswith("as fast—as fast in 2 of 2 versions (0.99–1.03x"), k3
+
+
+def test_planted_two_machines_named_in_plain_words():
+    keys = ["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"]
+    tabs = tables(keys)
+    lines = answer_lines(tabs, MARGIN, "TF 1.14.0", facts=FACTS)
+    names = plain_names(FACTS, keys)
+    assert names == {keys[0]: "2-core AMD EPYC", keys[1]: "2-core Intel Xeon"}
+    assert "On a " not in lines[0]
+    assert not [k for k in keys if k in "\n".join(lines)], "a machine key in the answer"
     entries = markdown_entries(lines)
-    assert len(entries) == 8  # 4 questions x 2 machines
-    assert check(entries, duets, cvp, MARGIN, machines_of(duets)) == []
+    assert len(entries) == 9  # 4 questions x 2 machines, and what the answer did not measure
+    assert check(entries, tabs["duets"], tabs["call_vs_predict"], MARGIN, names,
+                 tf2=tabs["tf2_vs_tf1"], cores=2) == []
     # a machine's line given the other's numbers is caught
-    swapped = [dict(e, who=e["who"].replace("amd-epyc-2c-a59bbdd3", "X").replace(
-        "intel-xeon-2c-4db20bbf", "amd-epyc-2c-a59bbdd3").replace("X", "intel-xeon-2c-4db20bbf"))
-        for e in entries]
-    assert check(swapped, duets, cvp, MARGIN, machines_of(duets))
+    a, b = names[keys[0]], names[keys[1]]
+    swapped = [dict(e, who=e["who"].replace(a, "X").replace(b, a).replace("X", b))
+               for e in entries]
+    assert check(swapped, tabs["duets"], tabs["call_vs_predict"], MARGIN, names,
+                 tf2=tabs["tf2_vs_tf1"])
+    note = entries[-1]
+    assert "2-core CPUs" in note["label"] and "tells a different story" in note["label"]
+    wrong = dict(note, text=note["text"].replace("1.55x", "1.25x"))
+    assert check(entries[:-1] + [wrong], tabs["duets"], tabs["call_vs_predict"], MARGIN, names,
+                 tf2=tabs["tf2_vs_tf1"])
+
+
+def test_two_machines_of_one_name_are_told_apart():
+    keys = ["intel-xeon-2c-4db20bbf", "m3-key"]
+    tabs = tables(keys)
+    lines = answer_lines(tabs, MARGIN, "TF 1.14.0", facts=FACTS)
+    names = plain_names(FACTS, keys)
+    assert set(names.values()) == {"2-core Intel Xeon no. 1", "2-core Intel Xeon no. 2"}
+    assert check(markdown_entries(lines), tabs["duets"], tabs["call_vs_predict"], MARGIN, names,
+                 tf2=tabs["tf2_vs_tf1"]) == []
 
 
 def test_planted_contradictions_fail():
     duets, cvp = planted_duets(), planted_cvp()
     entries = markdown_entries(answer_of(duets, cvp))
-    graph = next(e for e in entries if e["label"] == "Training, TF 1-style graph")
+    graph = next(e for e in entries if e["label"] == "Training in the TF 1-style graph")
+
+    def planted(old, new):
+        assert old in graph["text"], graph["text"]
+        changed = [dict(e, text=e["text"].replace(old, new)) if e is graph else e
+                   for e in entries]
+        return check(changed, duets, cvp, MARGIN, ["m1"])
+
     # a range over the wrong rows: the faster group's range stretched to every row's
-    wrong_range = [dict(e, text=e["text"].replace("faster in 2 of 8 versions (0.87–0.88x",
-                                                  "faster in 2 of 8 versions (0.87–1.10x"))
-                   if e is graph else e for e in entries]
-    assert wrong_range != entries
-    assert any("span" in p for p in check(wrong_range, duets, cvp, MARGIN, ["m1"]))
+    assert any("span" in p for p in planted("faster in 2 versions (0.87–0.88x",
+                                            "faster in 2 versions (0.87–1.10x"))
+    # "as fast" for the slower row, a wrong answer, an old word
+    assert planted("slower in 1 version (1.10x", "as fast in 1 version (1.10x")
+    assert planted("it depends—", "mostly as fast—")
+    assert planted("it depends—", "")
+    assert planted("not decided in 1 version", "undecided in 1 version")
     # a mislabelled mode: the graph sentence under the eager Keras 2 label
-    mislabelled = [dict(e, label="Training, eager, Keras 2") if e is graph else
-                   dict(e, label="Training, TF 1-style graph")
-                   if e["label"] == "Training, eager, Keras 2" else e for e in entries]
+    mislabelled = [dict(e, label="Training with Keras 2, eager") if e is graph else
+                   dict(e, label="Training in the TF 1-style graph")
+                   if e["label"] == "Training with Keras 2, eager" else e for e in entries]
     assert check(mislabelled, duets, cvp, MARGIN, ["m1"])
-    # "as fast" for rows whose interval lies above 1
-    as_fast = [dict(e, text=e["text"].replace("slower by 1–2 %, within ±10 %,",
-                                              "as fast, within ±10 %,")) if e is graph else e
-               for e in entries]
-    assert check(as_fast, duets, cvp, MARGIN, ["m1"])
-    # the false rule's reading: equivalent rows that leave 1 out counted as slower
-    as_slower = [dict(e, text=e["text"].replace("slower by 1–2 %, within ±10 %,", "slower"))
-                 if e is graph else e for e in entries]
-    assert check(as_slower, duets, cvp, MARGIN, ["m1"])
-
-
-def compact_of(duets, cvp):
-    return readme_block.compact_lines({"duets": duets, "call_vs_predict": cvp}, MARGIN,
-                                      "TF 1.14.0")
 
 
 @pytest.mark.parametrize("n_machines", [1, 2, 3])
 def test_compact_block_reads_true(n_machines):
     """The README's compact form (one line per question, one part per machine) states the same
-    groups as the long form, each recomputed from the planted rows."""
+    answers and groups as the long form, each recomputed from the planted rows."""
     keys = ["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf", "m3-key"][:n_machines]
-    duets = pd.concat([planted_duets(k, shift=1 + 0.02 * i) for i, k in enumerate(keys)],
-                      ignore_index=True)
-    cvp = pd.concat([planted_cvp(k) for k in keys], ignore_index=True)
-    lines = compact_of(duets, cvp)
-    assert len([ln for ln in lines if ln.startswith("- ")]) == 4  # one line per question
-    entries = compact_entries(lines, keys)
-    assert len(entries) == 4 * n_machines
-    assert check(entries, duets, cvp, MARGIN, keys) == []
+    tabs = tables(keys)
+    lines = readme_block.compact_lines(tabs, MARGIN, "TF 1.14.0", FACTS)
+    assert len([ln for ln in lines if ln.startswith("- ")]) == 5  # 4 questions, the fit note
+    names = plain_names(FACTS, keys)
+    entries = compact_entries(lines, names)
+    assert len(entries) == 4 * n_machines + 1
+    assert check(entries, tabs["duets"], tabs["call_vs_predict"], MARGIN, names,
+                 tf2=tabs["tf2_vs_tf1"]) == []
+    assert not verdict_words("\n".join(ln for ln in lines if ln.startswith("- ")))
     if n_machines == 1:
         text = "\n".join(lines)
-        assert "2 slower by 1–2 % within ±10 % (1.02–1.01x)" not in text
-        assert "; 2 slower by 1–2 % within ±10 % (1.01–1.02x)" in text, text
-        assert "1 undecided (0.90x: TF 2.11.1)" in text
+        assert "it depends—4 of 8 as fast (0.96–1.02x); 2 faster (0.87–0.88x)" in text, text
+        assert "1 not decided (0.90x)" in text and "1 slower (1.10x: TF 2.0.4)" in text
 
 
 def test_compact_contradictions_fail():
     duets, cvp = planted_duets(), planted_cvp()
-    lines = compact_of(duets, cvp)
-    graph = next(i for i, ln in enumerate(lines) if "TF 1-style graph" in ln)
+    lines = readme_block.compact_lines({"duets": duets, "call_vs_predict": cvp}, MARGIN,
+                                       "TF 1.14.0")
+    graph = next(i for i, ln in enumerate(lines) if "TF 1-style graph**" in ln)
 
     def planted(old, new):
         changed = list(lines)
@@ -254,16 +340,16 @@ def test_compact_contradictions_fail():
         return check(compact_entries(changed, ["m1"]), duets, cvp, MARGIN, ["m1"])
 
     assert any("span" in p for p in planted("faster (0.87–0.88x)", "faster (0.87–1.10x)"))
-    assert planted("slower by 1–2 % within ±10 %", "as fast")
-    assert planted("slower by 1–2 % within ±10 %", "slower")
-    assert planted("1 undecided (0.90x: TF 2.11.1)", "1 faster (0.90x: TF 2.11.1)")
+    assert planted("1 slower (1.10x", "1 as fast (1.10x")
+    assert planted("it depends—", "mostly as fast—")
+    assert planted("1 not decided (0.90x)", "1 faster (0.90x)")
 
 
 def test_without_keras3_no_keras3_question():
     duets = planted_duets()
     duets = duets[duets["keras"] != "keras3"]
     entries = markdown_entries(answer_of(duets, planted_cvp()))
-    assert "Training, eager, Keras 3" not in {e["label"] for e in entries}
+    assert "Training with Keras 3, eager" not in {e["label"] for e in entries}
     assert check(entries, duets, planted_cvp(), MARGIN, ["m1"]) == []
 
 
@@ -279,36 +365,35 @@ def test_the_report_and_the_page_print_the_same_claims():
 
 
 def test_first_screen_tallies_read_true_and_planted_miscounts_fail():
-    """The first screen of several machines says each claim in counts alone (statements.tally):
-    every count recomputed from the planted rows; a moved count, a wrong total, a kind left out
-    and another machine's counts are caught."""
-    from driver.report.questions import questions
-
+    """The first screen of several machines says each claim's answer and counts alone
+    (statements.tally): every count recomputed from the planted rows; a moved count, a wrong
+    total, a kind left out and another machine's counts are caught."""
     keys = ["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"]
-    duets = pd.concat([planted_duets(k, shift=1 + 0.02 * i) for i, k in enumerate(keys)],
-                      ignore_index=True)
-    cvp = pd.concat([planted_cvp(k) for k in keys], ignore_index=True)
+    tabs = tables(keys)
+    duets, cvp = tabs["duets"], tabs["call_vs_predict"]
     # the second machine calls one more graph version slower than the first
     i = duets.index[(duets["machine"] == keys[1]) & (duets["mode"] == "graph")
                     & (duets["verdict"] != "right_faster")][0]
     duets.loc[i, ["verdict", "ratio", "ratio_ci_low", "ratio_ci_high"]] = \
         ["right_faster", 1.3, 1.2, 1.4]
-    found = questions({"duets": duets, "call_vs_predict": cvp}, MARGIN, "TF 1.14.0")
-    entries = [{"label": q["label"], "who": ln["machine"], "text": ln["tally"], "tally": True}
+    found = questions({"duets": duets, "call_vs_predict": cvp}, MARGIN, "TF 1.14.0", FACTS)
+    names = plain_names(FACTS, keys)
+    entries = [{"label": q["label"], "who": ln["name"], "text": ln["tally"], "tally": True}
                for q in found["items"] for ln in q["lines"]]
     assert len(entries) == 8
-    assert check(entries, duets, cvp, MARGIN, keys) == []
+    assert check(entries, duets, cvp, MARGIN, names) == []
     graph = entries[0]
-    assert re.fullmatch(r"\d+ of 8 \w.*", graph["text"]), graph["text"]
+    assert re.fullmatch(r"[a-z ]+—\d+ of 8 \w.*", graph["text"]), graph["text"]
 
     def planted(new_text, who=None):
         return [dict(e, text=new_text, who=who or e["who"]) if e is graph else e
                 for e in entries]
 
-    first, _, rest = graph["text"].partition(" of ")
-    assert check(planted(f"{int(first) + 1} of {rest}"), duets, cvp, MARGIN, keys)  # a count
-    assert check(planted(graph["text"].replace(" of 8 ", " of 9 ")), duets, cvp, MARGIN, keys)
-    assert check(planted(graph["text"].rsplit(", ", 1)[0]), duets, cvp, MARGIN, keys)  # a kind
+    answer, _, counts = graph["text"].partition("—")
+    first, _, rest = counts.partition(" of ")
+    assert check(planted(f"{answer}—{int(first) + 1} of {rest}"), duets, cvp, MARGIN, names)
+    assert check(planted(graph["text"].replace(" of 8 ", " of 9 ")), duets, cvp, MARGIN, names)
+    assert check(planted(graph["text"].rsplit(", ", 1)[0]), duets, cvp, MARGIN, names)
     other = next(e for e in entries[1:] if e["label"] == graph["label"])
     assert other["text"] != graph["text"]
-    assert check(planted(other["text"]), duets, cvp, MARGIN, keys)  # the other machine's counts
+    assert check(planted(other["text"]), duets, cvp, MARGIN, names)  # the other's counts

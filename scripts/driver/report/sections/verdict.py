@@ -1,7 +1,9 @@
 """The answer, first on the page: one sentence per question a TF user asks (driver/report/
-questions.py) under a one-line machine and run line, the headline's forest plots (the duets',
-or the cells' where a study has no duets), then the rest of the bottom line, the machine and run
-in full, and every API's forest plot from the cells, folded."""
+questions.py) under a one-line machine and run line, with what the answer did not measure beside
+it, the headline's forest plots (the duets', or the cells' where a study has no duets), then the
+rest of the bottom line, the machine and run in full, and every API's forest plot from the cells,
+folded. Machines are named in plain words ("2-core AMD EPYC"); their keys stay in the tables and
+the folded details. The page's header names each machine with its run's commit and duration."""
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +16,7 @@ from driver.report.fmt import col, is_true, ncol, num, records, text, version_ke
 from driver.report.forest import forest_svg
 from driver.report.questions import questions
 from driver.report.sections.duets import MODE_TITLE, panel
-from driver.report.statements import MODES, WORKLOAD
+from driver.report.statements import MODES, WORKLOAD, machine_names
 from driver.study import fingerprint, layout
 
 REPO = Path(__file__).resolve().parents[4]
@@ -54,16 +56,50 @@ def tfspeed_version(root: Path = REPO) -> str:
 
 
 def run_line(run: dict) -> str:
-    """When and with which code the study was measured, from facts.json's `run`."""
+    """When and with which code the study was measured, from facts.json's `run` (or one
+    machine's)."""
     bits = []
     if run.get("wall_s"):
         minutes = round(float(run["wall_s"]) / 60)
         bits.append(f"over {minutes // 60} h {minutes % 60} min" if minutes >= 60
                     else f"over {minutes} min")
+
     if run.get("commit"):
         bits.append(f"at commit {text(run['commit'])[:7]}"
                     + (" (with local changes)" if run.get("dirty") else ""))
     return " ".join(bits)
+
+
+def machine_runs(data, names: dict) -> list[dict]:
+    """[{"key", "name", "line"}]: each machine in plain words with its run's commit and
+    duration, from facts.json's per-machine `runs` ({key: run}) where it has them; a study of
+    one machine reads its `run`. The pooled `run` of several machines is never shown for one of
+    them (its commit is one machine's, its span from the first start to the last end over all)."""
+    per = data.study.get("runs") or {}
+    if len(names) <= 1 and not per:
+        return [{"key": k, "name": n, "line": run_line(data.study.get("run") or {})}
+                for k, n in names.items()]
+    return [{"key": k, "name": n, "line": run_line(per.get(k) or {})} for k, n in names.items()]
+
+
+def display_questions(found: dict) -> dict:
+    """The questions as the page shows them: each line's `machine` the machine's plain name (the
+    first screen names it), and what the answer did not measure as a last item, its rows
+    linked."""
+    items = [{**q, "lines": [{**ln, "machine": ln["name"]} for ln in q["lines"]]}
+             for q in found["items"]]
+    note = found.get("fit")
+    if note:
+        lines = [{"who": ln["name"] if len(note["lines"]) > 1 else "", "machine": ln["name"],
+                  "name": ln["name"], "text": ln["text"], "tally": ln["text"], "cls": ln["cls"]}
+                 for ln in note["lines"]]
+        link = Markup(' (<a href="#%s">the rows</a>)') % note["anchor"]
+        lines[-1] = {**lines[-1], "text": escape(lines[-1]["text"]) + link,
+                     "tally": escape(lines[-1]["tally"]) + link}
+        items.append({"id": note["id"], "label": md_code(note["label"]), "lines": lines,
+                      "claims": []})
+    return {**found, "items": items,
+            "machines": [found["names"].get(m, m) for m in found["machines"]]}
 
 
 def md_code(s: str) -> Markup:
@@ -121,20 +157,33 @@ def build(data) -> dict:
     reference = bottom["reference"]
     run = data.study.get("run") or {}
     headline = duet_panels(data, reference)
+    found = questions({**data.tabs, "cells": data.cells}, data.min_effect, reference,
+                      data.machine_facts)
+    names = machine_names(data.cells, data.machine_facts, machines)
+    several = len(machines) > 1
     return {
         "answer": {**ans, "min_effect": data.min_effect},
-        "questions": questions(data.tabs, data.min_effect, reference),
+        "questions": display_questions(found),
+        "intro": found["intro"],
+        "names": [names[m] for m in machines],
+        "runs": machine_runs(data, names),
         "modes": [{"name": k, "text": md_code(v)} for k, v in MODES.items()],
         "workload": md_code(WORKLOAD.format(reference=reference.removeprefix("TF "))),
         "headline": headline,
         "legend": forest.legend_items("" if headline else "tf_keras standing in for tf.keras"),
         "more": more_lines(bottom),
         "reference": reference,
-        "machines": [{"key": m, "short": short_machine(data.machine_facts.get(m, {})),
-                      "text": describe_machine(data.machine_facts.get(m, {}))}
+        # with several machines the run line names each in plain words, the key in its details
+        "machines": [{"key": names[m] if several else m, "name": names[m],
+                      "short": short_machine(data.machine_facts.get(m, {})),
+                      "text": (f"key {m}; " if several else "")
+                      + describe_machine(data.machine_facts.get(m, {}))}
                      for m in machines],
         "dates": data.study.get("dates") or "unknown",
-        "run": run_line(run),
+        # the pooled run of several machines names one machine's commit and the gap from the
+        # first start to the last end: each machine's own run instead (machine_runs)
+        "run": run_line(run) if not several else "; ".join(
+            f"{r['name']} {r['line']}" for r in machine_runs(data, names) if r["line"]),
         "version": tfspeed_version(),
         "versions": versions_covered(data.cells),
         "envs": data.order,
