@@ -18,7 +18,7 @@ WORDS = ("faster", "as fast", "slower", "not decided")
 DASH = "—"
 BULLET = re.compile(r"^- \*\*(?P<label>[^*]+)\*\*(?: \((?P<who>.*?)\))?:(?: (?P<text>.*))?$")
 SUB = re.compile(r"^  - (?P<who>[^:]+): (?P<text>.*)$")
-GROUP = re.compile(r"^(?P<word>.+?) in (?P<k>\d+)(?: of (?P<n>\d+))? versions? "
+GROUP = re.compile(r"^(?:(?P<word>.+?) )?in (?P<k>\d+)(?: of (?P<n>\d+))? versions? "
                    r"\((?P<lo>\d+\.\d\d)(?:–(?P<hi>\d+\.\d\d))?x(?:, median (?P<med>\d+\.\d\d)x)?"
                    r"(?:: (?P<vers>[^)]*))?\)$")
 # the README block's compact form (driver/report/readme_block.py): "<k>[ of <n>] <word> (<range>)"
@@ -245,6 +245,14 @@ def _split_answer(text: str, where: str, problems: list) -> tuple[str, str]:
     return stated, body
 
 
+def _said(word: str | None, i: int, stated: str, prefix: str) -> str:
+    """A group's word; the first group's, when it has none, is the one its answer says."""
+    if word is not None or i or stated == "it depends":
+        return word or ""
+    said = stated.removeprefix(prefix).removeprefix("mostly ")
+    return prefix + said if said in ("faster", "slower") else said
+
+
 def check_tally(text: str, rows: pd.DataFrame, margin: float, where: str,
                 prefix: str = "") -> list[str]:
     """A claim's answer and counts alone ('mostly as fast — 11 of 22 as fast, 9 not decided,
@@ -256,8 +264,8 @@ def check_tally(text: str, rows: pd.DataFrame, margin: float, where: str,
     kinds = pd.Series([kind(v) for v in rows["verdict"]], dtype=object)
     seen = set()
     for i, g in enumerate(body.split(", ")):
-        m = re.match(r"^(?P<k>\d+)(?: of (?P<n>\d+))? (?P<word>.+)$", g)
-        k = word_kind(m["word"], prefix) if m else "?"
+        m = re.match(r"^(?P<k>\d+)(?: of (?P<n>\d+))?(?: (?P<word>.+))?$", g)
+        k = word_kind(_said(m["word"], i, stated, prefix), prefix) if m else "?"
         if k == "?":
             problems.append(f"{where}: cannot read {g!r}")
             continue
@@ -287,11 +295,8 @@ def check_groups(text: str, rows: pd.DataFrame, margin: float, where: str,
         if not m:
             problems.append(f"{where}: cannot read {g!r}")
             continue
-        said = m["word"]
-        if said is None and i == 0 and stated != "it depends":  # the answer says the word
-            said = stated.removeprefix(prefix).removeprefix("mostly ")
-            said = prefix + said if said in ("faster", "slower") else said
-        k = word_kind(said or "", prefix)
+        said = _said(m["word"], i, stated, prefix)
+        k = word_kind(said, prefix)
         if k == "?":
             problems.append(f"{where}: {said!r} is no verdict word")
             continue

@@ -17,7 +17,7 @@ import pandas as pd
 from driver.report.answer import like_for_like
 from driver.report.fmt import col, text
 from driver.report.questions import questions
-from driver.report.statements import DASH, answer_word, fit_markdown, mode_groups, span_text, word
+from driver.report.statements import DASH, answer_word, fit_markdown, mode_groups, says_first, span_text, word
 from driver.tables.results import Results
 from tfspeed import atomic
 
@@ -69,10 +69,10 @@ def claim_compact(claim) -> str:
 def _groups(groups: tuple) -> str:
     """The answer, then each group; the first without its word where the answer says it."""
     n = sum(len(g.rows) for g in groups)
-    said = answer_word(groups)
-    return said + DASH + "; ".join(
-        group_compact(g, n, i == 0, bare=i == 0 and said.removeprefix("mostly ") == g.kind)
+    return answer_word(groups) + DASH + "; ".join(
+        group_compact(g, n, i == 0, bare=i == 0 and says_first(groups))
         for i, g in enumerate(groups))
+
 
 
 def compact_lines(tabs: dict, margin: float, reference: str, facts: dict | None = None,

@@ -131,9 +131,25 @@ def answer_word(groups: tuple, prefix: str = "") -> str:
     return "it depends"
 
 
-def group_text(group: Group, n: int, first: bool, prefix: str = "") -> str:
+def says_first(groups: tuple, prefix: str = "") -> bool:
+    """Does the answer name the first group's word ("mostly slower" for the slower group)? Its
+    count then goes without the word: "mostly slower—in 21 of 22 versions (...)"."""
+    said = answer_word(groups, prefix).removeprefix(prefix).removeprefix("mostly ")
+    return bool(groups) and said == groups[0].kind
+
+
+def answered(groups: tuple, prefix: str = "") -> str:
+    """'<answer>—<group>; <group>...': a claim's (or one mode's) answer, then its groups."""
+    n = sum(len(g.rows) for g in groups)
+    bare = says_first(groups, prefix)
+    return answer_word(groups, prefix) + DASH + "; ".join(
+        group_text(g, n, i == 0, prefix, bare=bare and i == 0) for i, g in enumerate(groups))
+
+
+def group_text(group: Group, n: int, first: bool, prefix: str = "", bare: bool = False) -> str:
     """'<word> in <k>[ of <n>] version[s] (<lo>–<hi>x[, median <m>x][: TF a, TF b])': the range
-    and median of this group's rows alone, and the versions where there are three or fewer."""
+    and median of this group's rows alone, and the versions where there are three or fewer;
+    `bare`: without the word (the answer before it says it)."""
     k = len(group.rows)
     count = f"{k} of {n} versions" if first and n > 1 else f"{k} version" if k == 1 \
         else f"{k} versions"
@@ -143,7 +159,7 @@ def group_text(group: Group, n: int, first: bool, prefix: str = "") -> str:
         detail += f", median {x(float(np.median([r.ratio for r in group.rows])))}"
     if k <= 3:
         detail += ": " + ", ".join(f"TF {r.version}" for r in group.rows)
-    return f"{word(group.kind, prefix)} in {count} ({detail})"
+    return ("" if bare else f"{word(group.kind, prefix)} ") + f"in {count} ({detail})"
 
 
 def groups_of(rows: list) -> tuple:
@@ -199,8 +215,7 @@ def training_claim(qid: str, machine: str, rows: list, reference: str, margin: f
                      f"{reference}.", "nodata", ())
     groups = groups_of(rows)
     n = len(rows)
-    body = answer_word(groups) + DASH + "; ".join(group_text(g, n, i == 0)
-                                                  for i, g in enumerate(groups))
+    body = answered(groups)
     slow = sum(len(g.rows) for g in groups if g.kind == "slower")
     fast = sum(len(g.rows) for g in groups if g.kind == "faster")
     cls = "slower" if slow * 2 > n else "faster" if fast * 2 > n else \
@@ -304,8 +319,7 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
         rows.sort(key=lambda r: version_key(r.version))
         g = groups_of(rows)
         groups += g
-        parts.append(f"{name}: {answer_word(g, PREDICT)}{DASH}" + "; ".join(
-            group_text(grp, len(rows), i == 0, PREDICT) for i, grp in enumerate(g)))
+        parts.append(f"{name}: {answered(g, PREDICT)}")
     cls = "slower" if all(grp.kind == "slower" for grp in groups) else "mixed"
     vers = sorted({r.version for g in groups for r in g.rows}, key=version_key)
     scope = f"TF {vers[0]}–{vers[-1]}" if len(vers) > 1 else f"TF {vers[0]}" if vers else ""
@@ -402,8 +416,8 @@ def tally(claim: Claim, margin: float = 0.10) -> str:
         out = []
         for i, g in enumerate(groups):
             k = len(g.rows)
-            out.append(f"{k} of {n} {word(g.kind, pre)}" if i == 0
-                       else f"{k} {word(g.kind, pre)}")
+            w = "" if i == 0 and says_first(groups, pre) else " " + word(g.kind, pre)
+            out.append(f"{k} of {n}{w}" if i == 0 else f"{k}{w}")
         return answer_word(groups, pre) + DASH + ", ".join(out)
 
     if claim.question != "inference":

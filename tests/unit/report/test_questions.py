@@ -1,6 +1,7 @@
 """The answer in one claim per question and machine (driver/report/questions.py and
-statements.py): each claim's counts are the table's verdicts (never the point estimates), each
-range covers exactly the rows its count covers, a row within the margin but different says both,
+statements.py): each claim says its answer first, in four verdict words (faster, as fast, slower,
+not decided); its counts are the table's verdicts (never the point estimates), each range covers
+exactly the rows its count covers, a row within the margin is as fast on either side of 1,
 Keras 3 is answered apart from Keras 2, inference says predict() against model(x) for every
 version measured, a study without duets answers from the cells' tf2_vs_tf1 rows, and two
 machines give a line each. Also the
@@ -69,17 +70,19 @@ def by_id(out):
 def test_counts_are_the_verdicts_and_each_range_covers_its_count():
     out = by_id(questions({"duets": duets_table()}, 0.10, "TF 1.14.0"))
     graph = out["graph"]
-    assert graph["label"] == "Training, TF 1-style graph" and "tf.function" not in graph["label"]
+    assert graph["label"] == "Training in the TF 1-style graph"
+    assert "tf.function" not in graph["label"]
     assert graph["scope"] == "tf.keras to TF 2.12.1, tf_keras from TF 2.16.2"
     # 2 faster (0.87, 0.88), 1 as fast (2.1.4, its interval holds 1), 1 slower, 1 undecided:
     # every range is over its own group's rows only
-    assert graph["text"].startswith("faster in 2 of 5 versions (0.87–0.88x: TF 2.12.1, "
-                                    "TF 2.16.2)"), graph["text"]
-    assert "as fast, within ±10 %, in 1 version (1.01x: TF 2.1.4)" in graph["text"]
+    # no word has more than half the rows: the answer is that it depends
+    assert graph["text"].startswith("it depends—faster in 2 of 5 versions (0.87–0.88x: "
+                                    "TF 2.12.1, TF 2.16.2)"), graph["text"]
+    assert "as fast in 1 version (1.01x: TF 2.1.4)" in graph["text"]
     assert "slower in 1 version (1.10x: TF 2.0.4)" in graph["text"]
-    assert "undecided in 1 version (0.95x: TF 2.11.1)" in graph["text"]
+    assert "not decided in 1 version (0.95x: TF 2.11.1)" in graph["text"]
     s = summary_counts(duets_table().query("mode == 'graph'"))
-    assert s == {"faster": 2, "as fast": 1, "slower": 1, "undecided": 1}
+    assert s == {"faster": 2, "as fast": 1, "slower": 1, "not decided": 1}
 
 
 def summary_counts(df):
@@ -88,21 +91,20 @@ def summary_counts(df):
     return {g.kind: len(g.rows) for g in groups_of(rows_of(df))}
 
 
-def test_within_the_margin_but_different_says_both():
-    """An equivalent row whose tested interval leaves 1 out is 'slower by 3 %, within ±10 %',
-    never 'as fast as'."""
+def test_within_the_margin_is_as_fast_on_either_side():
+    """An equivalent row is 'as fast' whichever side of 1 its tested interval lies (four words;
+    its exact ratio and interval are in the tables), and the answer says it first."""
     out = by_id(questions({"duets": duets_table()}, 0.10, "TF 1.14.0"))
-    assert out["keras3"]["label"] == "Training, eager, Keras 3"
+    assert out["keras3"]["label"] == "Training with Keras 3, eager"
     assert out["keras3"]["scope"] == "TF 2.16.2–2.21.0"
     text = out["keras3"]["text"]
-    assert "as fast, within ±10 %, in 2 of 2 versions (0.99–1.03x: TF 2.16.2, TF 2.21.0)" in text
+    assert text == "as fast—in 2 of 2 versions (0.99–1.03x: TF 2.16.2, TF 2.21.0).", text
     table = duets_table()
     table.loc[table["keras"] == "keras3", "ratio_ci_low"] = [1.01, 0.97]
-    text = by_id(questions({"duets": table}, 0.10, "TF 1.14.0"))["keras3"]["text"]
-    assert "slower by 3 %, within ±10 %, in 1 version (1.03x: TF 2.16.2)" in text, text
+    assert by_id(questions({"duets": table}, 0.10, "TF 1.14.0"))["keras3"]["text"] == text
     # Keras 2: tf.keras up to 2.15 and the legacy tf_keras of the Keras 3 versions, eager only
     k2 = out["keras2"]
-    assert k2["text"].startswith("slower in 4 of 4 versions (1.55–4.18x, median "), k2
+    assert k2["text"].startswith("slower—in 4 of 4 versions (1.55–4.18x, median "), k2
     assert k2["scope"] == "tf.keras to TF 2.12.1, tf_keras from TF 2.16.2"
     assert k2["cls"] == "slower" and out["graph"]["cls"] == "mixed"
 
@@ -121,17 +123,18 @@ def test_two_machines_one_line_each():
     assert out["machines"] == ["m", "n"]
     graph = out["items"][0]
     assert [ln["machine"] for ln in graph["lines"]] == ["m", "n"]
-    assert graph["lines"][0]["who"].startswith("m (tf.keras to TF 2.12.1")
+    assert graph["lines"][0]["who"].startswith("m (tf.keras to TF 2.12.1")  # no CPU: the key
 
 
 def test_inference_from_call_vs_predict():
     out = by_id(questions({"duets": duets_table(), "call_vs_predict": CVP}, 0.10, "TF 1.14.0"))
     text = out["inference"]["text"]
     # every version measured, TF 1 included and named: nothing is silently left out
-    assert text.startswith("eager: predict() slower in 2 of 3 versions (6.67–10.87x: TF 2.0.4, "
-                           "TF 2.15.1); predict() faster in 1 version (0.88x: TF 1.14.0)"), text
-    assert "TF 1-style graph: predict() slower in 1 of 2 versions (1.30x: TF 2.0.4); undecided " \
-           "in 1 version (1.06x: TF 2.15.1)" in text
+    assert text.startswith("eager: predict() mostly slower—in 2 of 3 versions (6.67–10.87x: "
+                           "TF 2.0.4, TF 2.15.1); predict() faster in 1 version (0.88x: "
+                           "TF 1.14.0)"), text
+    assert "TF 1-style graph: it depends—predict() slower in 1 of 2 versions (1.30x: TF 2.0.4); " \
+           "not decided in 1 version (1.06x: TF 2.15.1)" in text
     assert "call model(x), not predict()" not in text  # no advice the guidance may contradict
     missing = by_id(questions({}, 0.10, "TF 1"))["inference"]
     assert missing["cls"] == "nodata" and "not measured" in missing["text"]
@@ -152,9 +155,9 @@ def test_without_duets_the_cells_answer():
     out = questions({"tf2_vs_tf1": tf2}, 0.10, "TF 1.14.0")
     assert out["source"] == "cells"
     q = by_id(out)
-    assert q["graph"]["text"].startswith("slower in 1 version (1.30x: TF 2.0.4)")
-    assert q["keras3"]["text"].startswith("as fast, within ±10 %, in 1 version (1.00x")
-    assert "slower in 2 of 2 versions" in q["keras2"]["text"]
+    assert q["graph"]["text"].startswith("slower—in 1 version (1.30x: TF 2.0.4)")
+    assert q["keras3"]["text"].startswith("as fast—in 1 version (1.00x")
+    assert "slower—in 2 of 2 versions" in q["keras2"]["text"]
 
 
 def test_run_facts_and_line():
@@ -195,3 +198,44 @@ def test_downloads_carry_the_table_and_aa_in_words():
 def test_run_facts_ignore_unreadable_times(bad):
     run = run_facts([{"started_utc": bad, "provenance": {}}])
     assert "wall_s" not in run and run["commit"] == ""
+
+
+def test_machines_in_plain_words():
+    """A machine is named by its CPU and cores ('2-core AMD EPYC'), from facts.json, else from
+    cells.csv's cpu_model and the key's cores; two of one name are told apart; the key stays
+    where there is no CPU model."""
+    from driver.report.statements import cpus_text, machine_names
+
+    facts = {"amd-epyc-2c-a59bbdd3": {"cpu_model": "AMD EPYC", "cpu_count": 2}}
+    cells = pd.DataFrame({"machine": ["intel-xeon-4c-1", "intel-xeon-4c-2", "x"],
+                          "cpu_model": ["Intel(R) Xeon(R) CPU @ 2.20GHz"] * 2 + [None]})
+    names = machine_names(cells, facts, ["amd-epyc-2c-a59bbdd3", "intel-xeon-4c-1",
+                                         "intel-xeon-4c-2", "x"])
+    assert names == {"amd-epyc-2c-a59bbdd3": "2-core AMD EPYC",
+                     "intel-xeon-4c-1": "4-core Intel Xeon no. 1",
+                     "intel-xeon-4c-2": "4-core Intel Xeon no. 2", "x": "x"}
+    assert cpus_text(["a-2c-1", "b-2c-2"]) == "2-core CPUs"
+    assert cpus_text(["a-2c-1"]) == "a 2-core CPU"
+    assert cpus_text(["a-2c-1", "b-4c-2"]) == "CPUs with 2 and 4 cores"
+
+
+def test_each_machine_with_its_own_run():
+    """The header names each machine with its own run's commit and duration (facts.json's
+    `runs`), never the pooled run of several machines (one machine's commit, the gap from the
+    first start to the last end)."""
+    from types import SimpleNamespace
+
+    from driver.report.sections.verdict import machine_runs
+
+    names = {"a": "2-core AMD EPYC", "i": "2-core Intel Xeon"}
+    pooled = {"commit": "e" * 40, "wall_s": 26206.8}
+    runs = {"a": {"commit": "f" * 40, "wall_s": 3960.0}, "i": {"commit": "e" * 40,
+                                                             "wall_s": 3180.0}}
+    got = machine_runs(SimpleNamespace(study={"run": pooled, "runs": runs}), names)
+    assert [(r["name"], r["line"]) for r in got] == [
+        ("2-core AMD EPYC", "over 1 h 6 min at commit fffffff"),
+        ("2-core Intel Xeon", "over 53 min at commit eeeeeee")]
+    got = machine_runs(SimpleNamespace(study={"run": pooled}), names)
+    assert all(r["line"] == "" for r in got)  # not the pooled 7 h 17 min
+    one = machine_runs(SimpleNamespace(study={"run": pooled}), {"a": "2-core AMD EPYC"})
+    assert one[0]["line"] == "over 7 h 17 min at commit eeeeeee"
