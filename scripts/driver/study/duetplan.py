@@ -12,6 +12,10 @@ configuration in two live workers that take turns window by window; config `duet
   always the reference env's tf.keras in the same mode;
 - with `duets.aa`, an A/A row per mode: the reference env's cell against itself, the duets' own
   false-positive and order-bias check (driver/tables/duets.py: is_aa; its own table);
+- with `duets.graph_vs_eager` (k > 0) and both modes, one more row: the reference env's graph
+  cell against its eager cell, with k times the duets' replicates at each look (`weight`): it
+  enters every row of the derived duets_graph_vs_eager table (driver/tables/
+  duets_graph_vs_eager.py), so its spread is kept small; its key joins both cells' ids (PAIR_SEP);
 - `duets.replicates` duets each, every one with fresh workers; replicate r of every duet runs
   before replicate r + 1 of any, in an order drawn from `order.seed` and r; with
   `duets.max_replicates` above it, the rows still undecided after them get the rest (a second
@@ -49,11 +53,12 @@ class Duet(NamedTuple):
     reference_env: str
     reference_cell: dict
     together: bool = False  # a pair in one process (both cells in one worker), not a duet
+    weight: int = 1  # duets per replicate round (the reference across modes: graph_vs_eager)
 
     @property
     def cell_id(self):
-        """The row's key: the cell's id; a pair's joins both cells' (PAIR_SEP)."""
-        if self.together:
+        """The row's key: the cell's id; a pair's, and one env's two cells', join both (PAIR_SEP)."""
+        if self.together or (self.env == self.reference_env and self.cell != self.reference_cell):
             return tfcells.cell_id(self.cell) + PAIR_SEP + tfcells.cell_id(self.reference_cell)
         return tfcells.cell_id(self.cell)
 
@@ -106,6 +111,12 @@ def plan(specs, envs, reference_env, settings):
             ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
             if mode in modes and tfcells.why_not(ref_spec, ref_cell) is None:
                 out.insert(0, Duet(reference_env, ref_cell, reference_env, ref_cell))
+    weight = int(settings.get("graph_vs_eager") or 0)
+    if weight and {"graph", "eager"} <= {d.cell["mode"] for d in out}:
+        graph, eager = (dict(HEADLINE, keras="tf.keras", mode=m, api=settings["api"])
+                        for m in ("graph", "eager"))
+        if all(tfcells.why_not(ref_spec, c) is None for c in (graph, eager)):
+            out.append(Duet(reference_env, graph, reference_env, eager, weight=weight))
     return out
 
 
@@ -139,12 +150,16 @@ def plan_pairs(cells, settings):
 
 def ordered(duets, replicates, seed, start=0):
     """[(duet, replicate)] in run order: replicate by replicate (from `start`), each drawn in its
-    own order."""
+    own order; a duet of weight k has k places in each round's draw, its replicates k r .. k r +
+    k - 1 (so both looks scale by k)."""
     out = []
     for rep in range(start, replicates):
-        order = list(duets)
+        order = [i for i, d in enumerate(duets) for _ in range(d.weight)]
         random.Random("%s:duets:%d" % (seed, rep)).shuffle(order)
-        out += [(d, rep) for d in order]
+        taken = {}
+        for i in order:
+            taken[i] = taken.get(i, -1) + 1
+            out.append((duets[i], rep * duets[i].weight + taken[i]))
     return out
 
 

@@ -353,7 +353,7 @@ class StudyPlan:
         return {"cell": json.dumps(d.cell, sort_keys=True),
                 "reference_cell": json.dumps(d.reference_cell, sort_keys=True),
                 "reference_env": d.reference_env,
-                "design": json.dumps(dict({k: self.duet_settings[k]
+                "design": json.dumps(dict({k: self.duet_settings[k] * d.weight
                                            for k in ("replicates", "max_replicates")},
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
@@ -403,5 +403,6 @@ class StudyPlan:
         """Jobs of the plan as `snakemake -n` counts them in an empty directory (allocation's
         extra rounds are not planned yet): cell processes, duets, env builds."""
         return {"run_cell": (len(self.cells) + len(self.twins)) * self.repeats,
-                "run_duet": len(self.timed_duets) * self.duet_settings["replicates"],
+                "run_duet": sum(d.weight for d in self.timed_duets)
+                * self.duet_settings["replicates"],
                 "build_env": 0 if self.conda else len(self.built_envs())}

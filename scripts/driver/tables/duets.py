@@ -48,7 +48,9 @@ from tfspeed.cells import cell_id
 
 KEYS = ["machine", "env", "cell_id"]
 # the families of duet files: each its own table, its own BH family (family())
-FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa")
+# (duets_modes: the reference env's graph against its eager cell, duetplan `weight`; it enters
+# duets_graph_vs_eager only)
+FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes")
 COLUMNS = [
     "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env",
     "right_env", "left_cell_id", "right_cell_id", "left_keras", "right_keras", "left_framework_version",
@@ -241,14 +243,21 @@ def is_pair(rec: dict) -> bool:
     return rec.get("kind") == "pair"
 
 
+def is_modes(rec: dict) -> bool:
+    """A duet of one env's two cells (the reference across modes, duetplan.py), not an A/A."""
+    return not is_pair(rec) and rec["env"] == rec["reference_env"] and not is_aa(rec)
+
+
 def family(rec: dict) -> str:
     """Which table a duet file's row belongs to (FAMILIES)."""
+    if is_modes(rec):
+        return "duets_modes"
     return ("pairs" if is_pair(rec) else "duets") + ("_aa" if is_aa(rec) else "")
 
 
 def row_id(rec: dict) -> str:
-    """A file's row key: its cell's id; a pair's joins both cells' (duetplan.Duet.cell_id)."""
-    if is_pair(rec):
+    """A file's row key: its cell's id; a pair's and is_modes' join both cells' (Duet.cell_id)."""
+    if is_pair(rec) or is_modes(rec):
         return cell_id(rec["cell"]) + PAIR_SEP + cell_id(rec["reference_cell"])
     return cell_id(rec["cell"])
 

@@ -20,17 +20,17 @@ REPO = Path(__file__).resolve().parents[3]
 
 # study file -> (run_cell, run_duet, build_env) as `snakemake -n --quiet rules` lists them
 DRY_RUN = {
-    None: (477, 208, 27),
-    "tests/quick.yaml": (71, 18, 4),
-    "presets/cnn_inference.yaml": (63, 36, 5),
+    None: (477, 216, 27),
+    "tests/quick.yaml": (71, 22, 4),
+    "presets/cnn_inference.yaml": (63, 44, 5),
     "presets/fidelity_check.yaml": (18, 0, 3),
-    "presets/headline.yaml": (112, 208, 26),
+    "presets/headline.yaml": (112, 216, 26),
     "presets/own_model.yaml": (126, 0, 6),
     "presets/own_model_python.yaml": (231, 0, 5),
     "presets/pairs.yaml": (60, 96, 2),
-    "presets/seed_full.yaml": (960, 40, 5),
-    "presets/seed_large.yaml": (96, 28, 3),
-    "presets/seed_systems.yaml": (621, 208, 27),
+    "presets/seed_full.yaml": (960, 48, 5),
+    "presets/seed_large.yaml": (96, 36, 3),
+    "presets/seed_systems.yaml": (621, 216, 27),
 }
 
 
@@ -79,7 +79,7 @@ def test_default_study_is_cells_times_repeats_plus_twins_and_duets_times_replica
     plan = StudyPlan(cfg, REPO)
     assert len(plan.twins) == cfg["twins"] > 0
     assert (len(plan.cells) + len(plan.twins)) * cfg["repeats"] == DRY_RUN[None][0]
-    assert len(plan.duets) * cfg["duets"]["replicates"] == DRY_RUN[None][1]
+    assert sum(d.weight for d in plan.duets) * cfg["duets"]["replicates"] == DRY_RUN[None][1]
     assert len(plan.first_round_slots()) == len(plan.cells) + len(plan.twins)
     assert [s.twin for s in plan.first_round_slots()] == \
         [False] * len(plan.cells) + [True] * len(plan.twins)
@@ -91,7 +91,8 @@ def test_quick_study_is_its_grid_once():
     plan = StudyPlan(cfg, REPO)
     assert cfg["repeats"] == 1 and plan.twins == [] and plan.extra_rounds == 0
     assert len(plan.cells) == 71
-    assert len(plan.duets) * cfg["duets"]["replicates"] == 10  # 3 rows and 2 A/A rows
+    # 3 rows, 2 A/A rows and the reference's graph vs eager (weight 2)
+    assert sum(d.weight for d in plan.duets) * cfg["duets"]["replicates"] == 14
     assert {e for e, _ in plan.cells} == set(cfg["envs"])
 
 
@@ -110,7 +111,7 @@ def test_pairs_run_as_duets_with_their_own_key_and_design():
     plan = StudyPlan(cfg, REPO)
     assert len(plan.pairs) == 4 and all(d.together for d in plan.pairs)
     files = plan.duet_files("m")
-    assert len(files) == (len(plan.duets) + len(plan.pairs)) * cfg["duets"]["replicates"]
+    assert len(files) == sum(d.weight for d in plan.duets + plan.pairs) * cfg["duets"]["replicates"]
     for d in plan.pairs:
         assert layout.duet_path("m", d.env, d.cell_id, 0) in files
         design = json.loads(plan.duet_params(d.env, d.cell_id)["design"])
@@ -294,15 +295,17 @@ def test_duets_in_their_planned_order():
     # the headline's duets and the pairs in one process (tests/quick.yaml `pairs`) alike
     timed = plan.duets + plan.pairs
     assert plan.timed_duets == timed
-    assert len(files) == len(timed) * cfg["duets"]["replicates"]
+    weights = sum(d.weight for d in timed)
+    assert len(files) == weights * cfg["duets"]["replicates"]
     # priorities for both looks; the second look's files only for the rows still open
-    assert len(plan.duet_priority) == len(timed) * cfg["duets"]["max_replicates"]
-    d = plan.duets[-1]
+    assert len(plan.duet_priority) == weights * cfg["duets"]["max_replicates"]
+    d = [x for x in plan.duets if x.weight == 1][-1]
     extra = plan.extra_duet_files("m", [[d.env, d.cell_id]])
     first, most = cfg["duets"]["replicates"], cfg["duets"]["max_replicates"]
     assert extra == [layout.duet_path("m", d.env, d.cell_id, r) for r in range(first, most)]
     assert min(plan.duet_priority[(d.env, d.cell_id, r)] for r in range(first)) > max(
-        plan.duet_priority[(x.env, x.cell_id, r)] for x in timed for r in range(first, most))
+        plan.duet_priority[(x.env, x.cell_id, r)] for x in timed
+        for r in range(x.weight * first, x.weight * most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": first, "max_replicates": most}
     bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))
@@ -332,3 +335,24 @@ def test_a_new_tf_version_is_one_env_file(tmp_path):
     duets = [d for d in plan.duets if d.env == "tf2.22"]
     assert {d.cell["mode"] for d in duets} == {"graph", "eager"}
     assert {d.reference_env for d in duets} == {plan.reference_env}
+
+
+def test_reference_graph_vs_eager_row_has_weighted_replicates():
+    """duets.graph_vs_eager k: the reference env's graph cell against its eager cell, one row
+    keyed by both cells' ids (never the A/A row's key), k duets per round at each look, its
+    design scaled by k; 0: no such row."""
+    cfg = config("tests/quick.yaml")
+    plan = StudyPlan(cfg, REPO)
+    (d,) = [x for x in plan.duets if x.weight > 1]
+    assert d.env == d.reference_env and d.cell["mode"] == "graph"
+    assert d.reference_cell["mode"] == "eager" and "~" in d.cell_id
+    first, most, k = cfg["duets"]["replicates"], cfg["duets"]["max_replicates"], d.weight
+    files = plan.duet_files("m")
+    assert [f for f in files if d.cell_id in f] == [
+        layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first)]
+    assert plan.extra_duet_files("m", [[d.env, d.cell_id]]) == [
+        layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first, k * most)]
+    assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
+        "replicates": k * first, "max_replicates": k * most}
+    off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
+    assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
