@@ -29,9 +29,10 @@ Every machine key found under results/cells/ is published as its own run (twin k
 machine); --machine picks some. Publishing the same results again changes nothing; a run that
 grew (more rounds, retried cells: its earlier files are all still there) replaces its folder; any
 other run with the same id gets a suffix (-2, -3, ...). Then docs/'s derived files are regenerated
-from all of docs/data (scripts/republish.py; --no-regenerate skips it). The report, workbook and
-tables of results/ are never copied: what docs/ shows is always what the current code makes of
-the measurements.
+from all of docs/data (scripts/republish.py; --no-regenerate skips it), and with them the answer
+block of the README beside docs/ (scripts/readme_answer.py, as `make republish` writes it). The
+report, workbook and tables of results/ are never copied: what docs/ shows is always what the
+current code makes of the measurements.
 
 The results page is built by driver/report/results_page.py from a tables folder; scripts/republish.py
 writes it as docs/RESULTS.md.
@@ -344,7 +345,25 @@ def publish(results, docs, machines=None, commit=None, config_path=None,
             for key in keys]
     if regenerate:
         republish.republish(docs, code_commit=publishing.git_commit())
+        write_readme(docs)
     return runs
+
+
+def write_readme(docs, readme=None) -> bool | None:
+    """The README's answer block from the regenerated docs/tables (what `make republish` writes
+    with scripts/readme_answer.py), so that `make publish` leaves a checkout whose tests pass:
+    True when it changed; None where no README with the block's markers sits beside docs/ (or
+    docs/ holds no tables)."""
+    import readme_answer
+
+    from driver.report import readme_block
+
+    readme = Path(readme) if readme else Path(docs).resolve().parent / "README.md"
+    if not readme.is_file() or readme_block.BEGIN not in readme.read_text(encoding="utf-8") \
+            or not (Path(docs) / "tables" / "cells.csv").is_file():
+        return None
+    return readme_block.write(readme, Path(docs) / "tables",
+                              readme_answer.published_margin(docs))
 
 
 def show(docs, spec: str, why: str = "") -> dict:
@@ -404,6 +423,9 @@ def main(argv=None):
                            roots=publishing.publisher_roots(args.results, args.relative_to))
         if not args.no_regenerate:
             republish.republish(args.docs, code_commit=publishing.git_commit())
+            readme = write_readme(args.docs)
+            if readme is not None:
+                print("README.md: answer block %s" % ("written" if readme else "already current"))
     except publishing.PublishingError as exc:
         print("publish: %s" % exc, file=sys.stderr)
         return 1

@@ -426,6 +426,11 @@ def check(entries: list[dict], duets: pd.DataFrame, cvp: pd.DataFrame | None,
                         for v in tk):
                     problems.append(f"{where}: says tf_keras from TF {first}; rows {sorted(tk)}")
             continue
+        if e["text"].startswith("not measured"):  # a study without model(x) against predict()
+            if cvp is not None and not cvp.empty and (
+                    not machine or (cvp["machine"] == machine).any()):
+                problems.append(f"{where}: says not measured; call_vs_predict has its rows")
+            continue
         if e.get("compact"):
             parts = re.split(r"(?:^|; )(eager|graph), ", e["text"])
             if parts[0]:

@@ -24,6 +24,7 @@ import pytest
 import republish
 from duetfiles import duet_records
 
+from driver.report import readme_block
 from driver.study import layout, publishing
 
 REPO = Path(__file__).resolve().parents[3]
@@ -76,11 +77,15 @@ def two(tmp_path_factory):
     root = tmp_path_factory.mktemp("two-machines")
     planted = _plant(root)
     docs = root / "site" / "docs"
+    readme = root / "site" / "README.md"  # the checkout's README, beside docs/, its block stale
+    readme.parent.mkdir(parents=True)
+    readme.write_text("# tfspeed\n\n%s\nstale\n%s\n\nMore.\n" % (readme_block.BEGIN,
+                                                                 readme_block.END))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HOME", str(planted["home"]))
         runs = publish.publish(planted["results"], docs, commit=COMMIT,
                                config_path=planted["config"])
-    return dict(planted, docs=docs, runs=runs)
+    return dict(planted, docs=docs, runs=runs, readme=readme)
 
 
 def _texts(docs: Path):
@@ -177,6 +182,44 @@ def test_both_machines_and_the_interaction_in_every_output(two):
         assert "data/%s/%s/run.json" % (run["machine"], run["run_id"]) in note
         assert COMMIT[:12] in note
     assert republish.check(docs) == []
+
+
+def test_publish_writes_the_readme_block_its_tests_check(two):
+    """`make publish` leaves a checkout whose tests pass: the README's answer block is what the
+    published tables give (scripts/readme_answer.py --check), every figure of it true of those
+    tables (tests/support/answer_check.py), both machines named in plain words, no key."""
+    import json
+
+    import readme_answer
+    from answer_check import check, compact_entries, plain_names
+
+    docs, readme = two["docs"], two["readme"]
+    text = readme.read_text(encoding="utf-8")
+    assert "stale" not in text and text.startswith("# tfspeed\n") and text.endswith("More.\n")
+    assert readme_answer.main(["--docs", str(docs), "--readme", str(readme), "--check"]) == 0
+    tables = docs / "tables"
+    duets = pd.read_csv(tables / "duets.csv")
+    cvp = pd.read_csv(tables / "call_vs_predict.csv") \
+        if (tables / "call_vs_predict.csv").is_file() else None
+    tf2 = pd.read_csv(tables / "tf2_vs_tf1.csv")
+    facts = json.loads((tables / "facts.json").read_text())
+    names = plain_names(facts.get("machines") or {}, [QUIET, NOISY])
+    block = readme_block.current(text).splitlines()
+    entries = compact_entries(block, names)
+    assert entries and {e["who"].partition(" (")[0] for e in entries if e["who"]} \
+        >= set(names.values())
+    assert check(entries, duets, cvp, 0.10, names, tf2=tf2) == []
+    assert QUIET not in "\n".join(block) and NOISY not in "\n".join(block)
+    assert publish.write_readme(docs, readme) is False  # published again: nothing to write
+    # the report's title and header name each machine in plain words, not one key and commit
+    import re
+
+    html = (docs / "index.html").read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?)</title>", html).group(1)
+    stamp = re.search(r'<span class="stamp">(.*?)</span>', html).group(1)
+    for name in names.values():
+        assert name in title and name in stamp
+    assert QUIET not in title + stamp and NOISY not in title + stamp
 
 
 def test_which_run_a_key_shows(tmp_path):
