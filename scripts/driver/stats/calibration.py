@@ -292,7 +292,7 @@ def threshold_rate(p, threshold, n1, n2, sd, stop_level=None, narrow: float = 1.
 
     What a correct procedure gives there is not the level itself: a row decided equivalent at
     look 1 stops with a large p, and the map is conservative for rows that stopped early, so a
-    null row reaches the level less often (about 0.02 at 0.037 for 4/10 duets). So each row's
+    null row reaches the level less often. So each row's
     chance under a correct procedure (`expected`) and with intervals `narrow` x too narrow
     (`rate_narrow`) are simulated through the design at the row's own sd (_aa_design_rate).
     The figure fails when the exact one-sided binomial test of k rows against the mean

@@ -19,8 +19,8 @@ all rows. Two statistics of the same rows do better, and each says why a pair fa
 - A pair fails when either p is below `alpha` (each; the size of the pair of tests is at most
   2 * alpha, the default 0.04 each gives about 8 %) -- for runs of one look. Under the duets'
   two looks the normal and chi-square references are wrong (rows that stopped at look 1 did
-  so partly because their spread came out small: correct intervals fail about 0.14 for duets,
-  0.21 for releases); there crossrun_judge.rows_check reads both statistics against the
+  so partly because their spread came out small: correct intervals fail well above 2 * alpha,
+  docs/calibration.md); there crossrun_judge.rows_check reads both statistics against the
   design replayed (crossrun_power.reference) and holds the pair together at 2 * alpha.
 
 For cells, whose whole-run shift is taken out on purpose (a machine faster on one day moves every

@@ -148,8 +148,8 @@ def pooled_fail_rate(se, factor: float, runs: int = 3, alpha: float = crossrun.A
 # Under the duets' second look a row stops at look 1 when it is decided there (equivalent, or
 # called different by BH over its family), partly because its spread came out small; the rows
 # that stop early then carry se's that are too small for a rerun more often than t allows, and
-# the check's chi-square reference is wrong (size about 0.14 for duets, 0.20 for releases where
-# 0.08 was stated: docs/calibration.md). So where the runs had two looks, the check's reference
+# the check's chi-square reference is wrong (its size well above the stated 2 * ALPHA:
+# docs/calibration.md). So where the runs had two looks, the check's reference
 # distributions are those of the design itself: each run of each simulated pair replays look 1
 # (n1 replicates per row, the family's BH at q on the sequential p-values, TOST at alpha_eq on
 # the one-sided map), extends the open rows to n2 and analyses them as the tables do; the
@@ -311,7 +311,7 @@ def design_fail_rate(design: Design, ref: dict, factor: float, pattern: str = "r
 def design_power_table(design: Design, ref: dict, alpha: float = crossrun.ALPHA,
                        sims: int = 2000, seed: int = 0, patterns=PATTERNS) -> dict:
     """power_table's figures simulated under the two-look design: the size of the calibrated
-    check and its power at 1.5x and 2x, each pattern."""
+    check and its power at 1.5 and 2 times too narrow, each pattern."""
     size = design_fail_rate(design, ref, 1.0, "row", alpha, sims, seed + 2)
     out = {"size": size, "pass": 1 - size["rate"], "rows": design.rows, "sims": sims,
            "alpha": alpha, "design": "two looks"}
