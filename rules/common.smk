@@ -14,11 +14,14 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
 
-from driver.study import layout, order, plan  # noqa: E402
+from driver.study import layout, order, plan, scheduling  # noqa: E402
 from driver.study.locks import default_lock_path  # noqa: E402
 from driver.tables.registry import NAMES as TABLES  # noqa: E402
 
 DRIVER_PYTHON = sys.executable
+# One re-evaluation timer in Snakemake's scheduler, not one more per ended job: its CPU stays flat
+# through the study instead of growing beside the timing jobs (driver/study/scheduling.py).
+scheduling.quiet_reevaluation()
 # a cell's id (tfspeed/cells.py: cell_id) as a wildcard's pattern
 CELL_RE = (
     r"[A-Za-z0-9_-]+-[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[a-z_]+\.[a-z_]+\.[a-z]+\.[a-z]+"
