@@ -367,7 +367,8 @@ def check_note(e: dict, tf2: pd.DataFrame | None, machines, cores=None) -> list[
         want = vers[0] if len(vers) == 1 else f"{vers[0]}–{vers[-1]}"
         if m["vers"] != want:
             problems.append(f"{where} on {who}: names TF {m['vers']}, the rows are TF {want}")
-    if several and seen != {k for k in keys.values() if not fit_rows(tf2, k).empty}:
+    if several and not e.get("who") and \
+            seen != {k for k in keys.values() if not fit_rows(tf2, k).empty}:
         problems.append(f"{where}: machines {sorted(seen)}; rows on "
                         f"{sorted(set(keys.values()))}")
     return problems
