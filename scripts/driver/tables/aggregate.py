@@ -24,6 +24,7 @@ from driver.tables.duet_rounds import duet_rounds
 from driver.tables.duets import FAMILIES as DUET_FAMILIES
 from driver.tables.duets import duets_table
 from driver.tables.duets import load as load_duets
+from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table
 from driver.tables.duets_releases import duets_releases_table
 from driver.tables.machines_compared import machines_compared_table
 from driver.tables.ordering import env_order
@@ -67,6 +68,9 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     tables["duet_rounds"] = duet_rounds(tables["duets"], duet_records)
     tables["duets_releases"] = duets_releases_table(
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
+    tables["duets_graph_vs_eager"] = duets_graph_vs_eager_table(
+        tables["duets"], tables["duets_modes"], q=q, min_effect=min_effect,
+        alpha_equivalence=alpha_equivalence)
     tables["machines_compared"] = machines_compared_table(
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
     if allocation and not cells.empty:

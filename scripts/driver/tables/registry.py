@@ -123,6 +123,20 @@ REGISTRY = [
           "side's Keras (the one its users get). On a noisy machine it decides what "
           "adjacent_releases' cells of few processes leave open, for the headline's "
           "configuration only. See driver/tables/duets_releases.py."),
+    Table("duets_graph_vs_eager", "Graph vs eager in every version, from the duets", None, None,
+          None, "ratio < 1 when graph mode (left) is faster than eager (right)",
+          "Graph (TF 1-style) against eager per machine and version, with no duet of its own: "
+          "the version's graph-mode and eager-mode duets rows against the reference env ({ref}) "
+          "and one more duets row, {ref}'s graph cell against its eager cell (config "
+          "duets.graph_vs_eager, its replicates multiplied), give graph / eager = (g/g_ref) / "
+          "(e/e_ref) x (g_ref/e_ref), the reference cancelling (source derived); {ref}'s own "
+          "row is that last duets row (source duet). Only versions with all three rows; from "
+          "TF 2.16 tf_keras (Keras 3 has no graph mode). se from the three rows' (independent "
+          "duets), df the smallest row's (conservative; df_welch beside it), judged under the "
+          "duets' two-look design, Benjamini-Hochberg over this table's rows, the tested "
+          "interval at ci_level, the equivalence test and the verdict, as in duets. The "
+          "reference row enters every derived row, so their errors are positively correlated. "
+          "See driver/tables/duets_graph_vs_eager.py."),
     Table("machines_compared", "The headline on two machines", None, None, None,
           "interaction < 1 when the TF2 / TF1 ratio is lower on the left machine",
           "The duets table (the headline) on two machines side by side, one row per "
