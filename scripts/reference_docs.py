@@ -201,7 +201,8 @@ def planned_rows(configfile) -> dict:
     process (both run by rule run_duet), each at their first look (`duets.replicates`)."""
     plan = _plan(configfile)
     jobs, replicates = plan.job_counts(), plan.duet_settings["replicates"]
-    jobs.update(duets=len(plan.duets) * replicates, pairs=len(plan.pairs) * replicates)
+    jobs.update(duets=sum(d.weight for d in plan.duets) * replicates,
+                pairs=len(plan.pairs) * replicates)
     return jobs
 
 
