@@ -63,17 +63,19 @@ DUET_KEYS = ("machine", "mode", "api", "input", "left_env", "right_env", "left_k
              "right_keras")
 
 
-def duet_answers(duets_releases: pd.DataFrame) -> dict:
+def duet_answers(duets_releases: pd.DataFrame, subject: str = "later") -> dict:
     """{(machine, mode, api, input, later env, earlier env, later Keras, earlier Keras): the
     duets' words for that release step}: where the duets answer a question that a cells' row
-    (adjacent_releases, changepoints) also answers, the cells' row is descriptive only."""
+    (adjacent_releases, changepoints) also answers, the cells' row is descriptive only. Any
+    table derived from duets rows with these key columns works the same way (`subject` names
+    its left side: duets_graph_vs_eager's "graph")."""
     out = {}
     for r in records(duets_releases):
         v = text(r.get("verdict"))
         ratio, lo, hi = (num(r.get(k)) for k in ("ratio", "ratio_ci_low", "ratio_ci_high"))
         out[tuple(text(r.get(k)) for k in DUET_KEYS)] = {
             "verdict": v, "cls": verdicts.words(v).cls, "ratio": ratio,
-            "text": f"{verdicts.verdict_word(v, 'later')}, {fmt_ratio(ratio)} "
+            "text": f"{verdicts.verdict_word(v, subject)}, {fmt_ratio(ratio)} "
                     f"[{fmt_ratio(lo)}, {fmt_ratio(hi)}]"}
     return out
 
