@@ -207,3 +207,82 @@ def test_the_pairs_section_counts_its_rows_verdicts_from_the_rows():
     open_rows = sum(verdicts.norm_code(v) == verdicts.UNDECIDED for v in cells_rows["verdict"])
     assert f"the cells left undecided {open_rows} of the {len(cells_rows)} rows of fit" in part
     assert "<code>pairs.tables</code>, as <code>presets/pairs.yaml</code>" in part
+
+
+def _graph_vs_eager_tabs(machines=("m",), reference=True):
+    """The duets of two versions in both modes (and, with `reference`, the reference's graph
+    against its eager cell) on each machine, the derived table, and the cells' graph_vs_eager
+    rows: tf2.2's headline configuration (answered by the duets) and a large-model row (not)."""
+    import pandas as pd
+    from duetfiles import duet_records
+
+    from driver.tables import duets
+    from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table
+
+    recs = []
+    for i, machine in enumerate(machines):
+        recs += duet_records([("tf2.2", "2.2.3", "graph", "tf.keras", 0.1),
+                              ("tf2.2", "2.2.3", "eager", "tf.keras", 0.9),
+                              ("tf2.10", "2.10.1", "graph", "tf.keras", 0.2),
+                              ("tf2.10", "2.10.1", "eager", "tf.keras", 0.2)],
+                             sd=0.02, n=5, seed=i, machine=machine)
+        if reference:
+            ref = duet_records([("tf1.14", "1.14.0", "graph", "tf.keras", -0.5)], sd=0.02, n=10,
+                               seed=9 + i, machine=machine)
+            recs += [dict(r, reference_cell=dict(r["reference_cell"], mode="eager")) for r in ref]
+    tabs = {name: duets.duets_table(recs, kind=name) for name in ("duets", "duets_modes")}
+    tabs["duets_graph_vs_eager"] = duets_graph_vs_eager_table(tabs["duets"], tabs["duets_modes"])
+    base = {"machine": machines[0], "env": "tf2.2", "framework_version": "2.2.3",
+            "model": "small", "data": "small", "keras": "tf.keras", "api": "train_on_batch",
+            "input": "numpy", "device": "cpu", "left_mode": "graph", "right_mode": "eager",
+            "ratio": 1.3, "pct": -23.0, "ratio_ci_low": 1.1, "ratio_ci_high": 1.5,
+            "ci_level": 0.95, "verdict": "right_faster", "left_median_s": 0.013,
+            "right_median_s": 0.01, "p_adjusted": 0.01}
+    tabs["graph_vs_eager"] = pd.DataFrame([base, dict(base, model="large", verdict="undecided")])
+    return tabs
+
+
+def test_graph_vs_eager_from_the_duets_is_shown_and_answers_the_cells_rows():
+    """The duets section shows duets_graph_vs_eager (a machine column only with two machines);
+    the comparisons section's graph_vs_eager row of the duets' configuration shows the duets'
+    verdict, marked descriptive, counted apart from the cells' verdicts; a row of another
+    configuration keeps its own. Without the reference's row, the duets section says why there
+    is no graph vs eager per version."""
+    import pandas as pd
+
+    from driver.stats import verdicts
+
+    tabs = _graph_vs_eager_tabs()
+    derived = tabs["duets_graph_vs_eager"].set_index("env")
+    assert derived.loc["tf2.2", "verdict"] == verdicts.LEFT_FASTER  # exp(0.1 - 0.9 - 0.5)
+    ctx = render.build_context(pd.DataFrame(), tabs, {}, {}, "m", {})
+    assert "duets" not in ctx["errors"] and "tables" not in ctx["errors"], ctx["errors"]
+    html = render.render_html(ctx, TEMPLATE)
+    part = html[html.index('<section id="duets"'):]
+    part = part[:part.index("</section>")]
+    assert "Graph vs eager in every version, from these duets" in part
+    assert f"Graph vs eager: the {len(derived)} rows" in part and "graph faster" in part
+    gve = ctx["duets"]["graph_vs_eager"]["table"]
+    assert [c["label"] for c in gve["columns"]][0] == "TF version"
+    assert [r[0]["text"] for r in gve["rows"]] == ["1.14.0", "2.2.3", "2.10.1"]
+    view = next(g for g in ctx["tables"]["groups"] if g["name"] == "graph_vs_eager")["main"]
+    first, second = (row[0]["text"] for row in view["full"]["rows"])
+    assert first.startswith("descriptive (the duets answer this: graph faster, ")
+    assert second == "undecided"
+    assert view["descriptive"] == 1 and view["counts"] == {"undecided": 1}
+    assert view["digest"].endswith("; 1 more descriptive (the duets answer them)")
+    assert "1 of these rows are answered by the duets" in html
+    # two machines: a machine column first
+    two = render.build_context(pd.DataFrame(), _graph_vs_eager_tabs(("m", "m2")), {}, {}, "m",
+                               {})
+    assert two["duets"]["graph_vs_eager"]["table"]["columns"][0]["label"] == "machine"
+    assert len(two["duets"]["graph_vs_eager"]["table"]["rows"]) == 6
+    # no reference row: no derived rows, and the section says why
+    none = _graph_vs_eager_tabs(reference=False)
+    assert none["duets_graph_vs_eager"].empty
+    html = render.render_html(render.build_context(pd.DataFrame(), none, {}, {}, "m", {}),
+                              TEMPLATE)
+    assert "no duets row of TF 1.14.0's graph cell against its eager cell" in html
+    view = next(g for g in render.build_context(pd.DataFrame(), none, {}, {}, "m", {})[
+        "tables"]["groups"] if g["name"] == "graph_vs_eager")["main"]
+    assert "descriptive" not in view

@@ -4,7 +4,9 @@ row's false-coverage-rate interval: a row called faster or slower leaves 1 out; 
 row may too, since equivalence is decided first), its equivalence interval, the bound that holds
 for every version at once and the duets behind it; then the duets' own checks
 (driver/report/duet_checks.py: the A/A rows and the health check of rounds), where the run's
-tables have them. The forest plots of these rows are the answer's (sections/verdict.py). A
+tables have them; and graph vs eager in every version, derived from these rows and the
+reference's own graph-vs-eager row (driver/tables/duets_graph_vs_eager.py), or a sentence saying
+why there is none. The forest plots of these rows are the answer's (sections/verdict.py). A
 study without duets (config `duets.modes: []`) shows none."""
 import math
 
@@ -100,6 +102,49 @@ def table_rows(rows, table_id: str) -> dict:
             "rows": out}
 
 
+GVE_COLUMNS = (("TF version", False), ("Keras", False), ("from", False), ("graph / eager", True),
+               ("tested interval", True), ("equivalence interval", True), ("verdict", False),
+               ("duets", True))
+SOURCE_WORDS = {"duet": "its own duets (graph against eager)",
+                "derived": "its two duets rows and the reference's"}
+
+
+def graph_vs_eager_view(df: pd.DataFrame) -> dict | None:
+    """The duets_graph_vs_eager rows as the macro table lays them out (a machine column first with
+    rows of several machines), and the counts of their verdicts in words; None without rows."""
+    rows = records(df)
+    if not rows:
+        return None
+    machines = sorted({text(r.get("machine")) for r in rows} - {""})
+    several = len(machines) > 1
+    out, counts = [], {}
+    for r in rows:
+        verdict = text(r.get("verdict"))
+        counts[words(verdict).word] = counts.get(words(verdict).word, 0) + 1
+        n = [num(r.get(f"{k}_n")) for k in ("graph", "eager", "reference")]
+        shown = " + ".join(f"{int(x)}" for x in n if math.isfinite(x))
+        out.append([cell(text(r.get("machine")))] * several + [
+            cell(text(r.get("framework_version"))), cell(text(r.get("keras"))),
+            cell(SOURCE_WORDS.get(text(r.get("source")), text(r.get("source")))),
+            *ratio_cells(r),
+            cell(verdict_word(verdict, "graph"), cls=words(verdict).cls) if verdict in WORDS
+            else cell(verdict),
+            cell(shown, title="graph row + eager row + the reference's row" if "+" in shown
+                 else None)])
+    columns = [("machine", False)] * several + list(GVE_COLUMNS)
+    said = [f"{w} in {counts[w]}" for w in ("faster", "slower", "equivalent", "undecided")
+            if counts.get(w)]
+    if said and said[0].split()[0] in ("faster", "slower"):
+        said[0] = "graph " + said[0]
+    levels = ncol(df, "ci_level").dropna()
+    return {"table": {"id": "duets-graph-vs-eager",
+                      "columns": [{"label": c, "num": k} for c, k in columns], "rows": out},
+            "n": len(out), "summary": ", ".join(said),
+            "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,
+            "reference": ", ".join(sorted({f"TF {text(r.get('framework_version'))}" for r in rows
+                                           if text(r.get("source")) == "duet"}))}
+
+
 def build(data) -> dict:
     duets = data.table("duets")
     if duets.empty:
@@ -115,7 +160,11 @@ def build(data) -> dict:
                       "rows": table_rows(rows, f"duets-{mode}")})
     levels = ncol(duets, "ci_level").dropna()
     flagged = ncol(duets, "n_flagged")
+    gve = graph_vs_eager_view(data.table("duets_graph_vs_eager"))
     return {"modes": modes, "reference": reference, "checks": duet_checks(data.tabs),
+            "graph_vs_eager": gve,
+            # both modes in duets, yet no row: the reference's graph-vs-eager row is missing
+            "graph_vs_eager_missing": gve is None and len(modes) == 2,
             "metered": bool(flagged.notna().any()), "flagged": int(flagged.fillna(0).sum()),
             "duets_ok": int(ncol(duets, "n").fillna(0).sum()),
             "ci_level": float(levels.iloc[0]) if len(levels) else math.nan,
