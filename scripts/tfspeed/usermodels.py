@@ -503,10 +503,14 @@ def register(config_models, config_data):
     """Check every config `models` / `data` entry and register it with the models module; ModelError
     naming the first thing wrong. Returns the user model names."""
     models.register_pair_check(pair_error)
+    # copies: a builder or data file is resolved into the registered description (what travels
+    # with a cell), while the config keeps what the user wrote
     for name, desc in (config_data or {}).items():
+        desc = dict(desc)
         shape, kind, _ = check_data(name, desc)
         models.register_data(name, shape, kind, desc)
     for name, desc in (config_models or {}).items():
+        desc = dict(desc)
         layers, training, iterations = check_model(name, desc)
         models.register_model(name, layers, training, iterations, desc)
     return list(config_models or {})
