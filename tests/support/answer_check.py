@@ -26,7 +26,7 @@ COMPACT = re.compile(r"^(?P<k>\d+)(?: of (?P<n>\d+))?(?: (?P<word>.+?))? "
                      r"\((?P<lo>\d+\.\d\d)(?:–(?P<hi>\d+\.\d\d))?x(?:: (?P<vers>TF [^)]*))?\)$")
 QUESTION = {"Training in the TF 1-style graph": "graph", "Training with Keras 3, eager": "keras3",
             "Training with Keras 2, eager": "keras2",
-            "Inference on one small batch: is predict() slower than model(x)?": "inference"}
+            "Inference on one small batch: is predict() slower than calling model(x)?": "inference"}
 ORDER = ("graph", "keras3", "keras2", "inference")
 # the inference parts' mode words, as TF users know the modes (page, RESULTS.md and README alike)
 MODE_OF_WORD = {"eager": "eager", "TF 1-style graph": "graph", "graph": "graph"}

@@ -41,7 +41,7 @@ WORKLOAD = ("one `train_on_batch()` step of the study's small Conv1D model on a 
 
 LABELS = {"graph": "Training in the TF 1-style graph", "keras3": "Training with Keras 3, eager",
           "keras2": "Training with Keras 2, eager",
-          "inference": "Inference on one small batch: is predict() slower than model(x)?"}
+          "inference": "Inference on one small batch: is predict() slower than calling model(x)?"}
 
 # the four verdict words of an answer line, in the order a sentence lists groups whose counts tie
 KINDS = VERDICT_WORDS = ("faster", "as fast", "slower", "not decided")

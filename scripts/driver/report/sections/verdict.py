@@ -164,7 +164,7 @@ def build(data) -> dict:
     return {
         "answer": {**ans, "min_effect": data.min_effect},
         "questions": display_questions(found),
-        "intro": found["intro"],
+        "intro": md_code(found["intro"]),  # how to read the answer (its four words, the ratio)
         "names": [names[m] for m in machines],
         "runs": machine_runs(data, names),
         "modes": [{"name": k, "text": md_code(v)} for k, v in MODES.items()],
