@@ -3,12 +3,15 @@ rerun, and do two runs say the same?
 
 Lines up two results folders (two runs on one machine, or two machines; a published docs/ folder
 works too) from their tables alone (<folder>/tables/*.csv, or <folder>/*.csv), matching what both
-hold (two studies may differ in their envs: what only one holds is listed, not an error), and
-prints, calibration first:
+hold (two studies may differ in their envs: what only one holds is listed, not an error), every
+row on its machine key too (machine_pairing: the machines both hold, each with itself; one
+machine a side, the one against the other; a folder of several machines with none in common is
+refused, the keys named), and prints, calibration first:
 - the cross-run checks, each with its verdict and, beside it, its power at these runs' sizes
   (P(fails) for intervals 1.5 and 2 times too narrow) and how often correct intervals pass
-  (driver/stats/crossrun_judge.py; docs/calibration.md): duets (the common shift and the spread
-  about it), cells (the spread about the run's shift), comparisons (their differences whitened
+  (driver/stats/crossrun_judge.py; docs/calibration.md): duets, pairs, releases from duets and
+  machines compared (the common shift and the spread about it; where the runs had two looks,
+  read against the design replayed, and its power simulated under it), cells (the spread about the run's shift), comparisons (their differences whitened
   by the shared-cell structure); with a third run or more (`compare_runs.py A B C ...`), the
   duets' run offsets tested together and tau, the run-level sd, with its interval;
 - beside them, figures that decide nothing (driver/stats/calibration.py):

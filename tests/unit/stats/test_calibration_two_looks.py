@@ -117,18 +117,34 @@ def test_read_against_the_replayed_design_the_size_holds_and_15x_narrow_fails(ta
     assert power["ci"][0] >= 0.8, power
 
 
-def test_the_check_on_two_look_tables_prints_the_design_and_its_power(tmp_path):
+def test_every_paired_and_derived_table_of_two_look_runs_is_judged_under_the_design(tmp_path):
+    """The fixture's run as two machines (the second: the same rows, each moved by 2 %), in
+    two folders: duets, releases and machines_compared are each judged under the replayed
+    design and print its power; the same folders pass against each other."""
+    from driver.tables.machines_compared import machines_compared_table
+
+    duets = pd.read_csv(FIXTURE / "duets.csv")
+    other = duets.assign(machine="m2", log_ratio=duets["log_ratio"] + 0.02)
+    both = pd.concat([duets, other], ignore_index=True)
     for side in ("a", "b"):
         folder = copy_tables(FIXTURE, tmp_path / side)
-        pd.DataFrame([{"machine": "intel-xeon-2c-7192096f", "env": "tf2.0", "cell_id": "c",
-                       "status": "ok", "median_s": 0.01, "ci_low_s": 0.0097,
-                       "ci_high_s": 0.0103}]).to_csv(folder / "cells.csv", index=False)
-    out = compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b", sims=300)
-    assert out["design"] == "two looks" and out["ok"]
+        both.to_csv(folder / "duets.csv", index=False)
+        machines_compared_table(both).to_csv(folder / "machines_compared.csv", index=False)
+        pd.DataFrame([{"machine": m, "env": "tf2.0", "cell_id": "c", "status": "ok",
+                       "median_s": 0.01, "ci_low_s": 0.0097, "ci_high_s": 0.0103}
+                      for m in both["machine"].unique()]).to_csv(folder / "cells.csv",
+                                                                 index=False)
+    got = {t: compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b", sims=300, table=t)
+           for t in ("duets", "duets_releases", "machines_compared")}
+    for table, out in got.items():
+        assert out["design"] == "two looks" and out["ok"] and out["matched"] >= 48, table
+        assert out["check"]["power"]["row 1.5x"]["rate"] >= 0.8, table
+    assert got["duets"]["matched"] == 100 and got["machines_compared"]["matched"] == 50
     text = " ".join(compare_runs.checks_text({
-        "duets_calibration": out, "cells_calibration": {"check": {"n": 0}},
+        "duets_calibration": got["duets"], "machines_compared_calibration":
+        got["machines_compared"], "cells_calibration": {"check": {"n": 0}},
         "comparisons_calibration": {"check": {"n": 0}}}))
-    assert "the two-look design replayed" in text and "stated at most 8%" in text
+    assert text.count("the two-look design replayed") == 2 and "stated at most 8%" in text
 
 
 # -- 3. the A/A rows at the headline's own per-test level -----------------------------------------
