@@ -11,8 +11,9 @@ refused, the keys named), and prints, calibration first:
   (P(fails) for intervals 1.5 and 2 times too narrow) and how often correct intervals pass
   (driver/stats/crossrun_judge.py; docs/calibration.md): duets, pairs, releases from duets and
   machines compared (the common shift and the spread about it; where the runs had two looks,
-  read against the design replayed, and its power simulated under it), cells (the spread about the run's shift), comparisons (their differences whitened
-  by the shared-cell structure); with a third run or more (`compare_runs.py A B C ...`), the
+  read against the design replayed, and its power simulated under it), cells (the spread
+  about the run's shift), comparisons (their differences whitened by the shared-cell
+  structure); with a third run or more (`compare_runs.py A B C ...`), the
   duets' run offsets tested together and tau, the run-level sd, with its interval;
 - beside them, figures that decide nothing (driver/stats/calibration.py):
   cells and comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
