@@ -126,10 +126,11 @@ def sentence(mode: str, api: str, head: pd.DataFrame, reference: str, min_effect
                      f"{reference}'s step time)")
     if faster:
         parts.append(f"{verdict_word(LEFT)} in {len(faster)} ({_span(faster)}x as fast)")
+    # the answer's four words (statements.VERDICT_WORDS): within the margin is "as fast"
     if n_eq:
-        parts.append(f"within ±{min_effect:.0%} in {n_eq}")
+        parts.append(f"as fast in {n_eq}")
     if n_inc:
-        parts.append(f"undecided in {n_inc}")
+        parts.append(f"not decided in {n_inc}")
     if parts:  # the first count says of how many: "slower in 2 of 3 versions (...)"
         first, _, rest = parts[0].partition(" (")
         parts[0] = f"{first} of {n} version{'s' if n != 1 else ''}" + (f" ({rest}" if rest else "")
