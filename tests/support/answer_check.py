@@ -7,7 +7,7 @@ facts.json. check() returns the contradictions it finds ([] when every word is t
 An answer line uses four verdict words and no others: faster, as fast, slower, not decided
 (WORDS). Each claim says its answer first ("slower", "mostly as fast", "it depends"), then an
 em dash, then its counts (the README's first count without its word where the answer says it:
-"mostly slower—21 of 22 (1.45–3.55x)")."""
+"mostly slower—<k> of <n> (<lo>–<hi>x)")."""
 import html
 import re
 

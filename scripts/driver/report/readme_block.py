@@ -5,8 +5,8 @@ the answer without a figure typed by hand. tests/unit/docs checks the block is w
 published tables give.
 
 The block is the compact form of the claims, one line per question with one part per machine,
-the machine in plain words ("2-core AMD EPYC: mostly faster — 12 of 22 faster (0.85–0.91x);
-1 slower (1.10x: TF 2.0.4)"), so that a machine more adds a part, not a list of lines: each part
+the machine in plain words ("<cores>-core <CPU>: mostly faster—<k> of <n> (<lo>–<hi>x); <k>
+slower (<r>x: TF <v>)"), so that a machine more adds a part, not a list of lines: each part
 says its answer first, then each group's count, its verdict word (one of four) and the range of
 its own rows, and the version where it holds one row. Then what the answer did not measure
 (statements.fit_note)."""
@@ -39,10 +39,10 @@ def reference_of(tabs: dict, fallback: str = "TF 1") -> str:
 def group_compact(group, n: int, first: bool, prefix: str = "", bare: bool = False) -> str:
     """'<k>[ of <n>] <word> (<lo>–<hi>x[: TF v])': one group of a claim, its own rows' range
     (and the version of a lone slower or faster row); `bare`: without its word, which the
-    answer before it says ("mostly slower—21 of 22 (1.45–3.55x)")."""
+    answer before it says ("mostly slower—<k> of <n> (<lo>–<hi>x)")."""
     k = len(group.rows)
     lo, hi = group.span
-    # the version of a lone slower or faster row (TF 2.0.4's step): the others' are in the
+    # the version of a lone slower or faster row (TF 2.0's step, say): the others' are in the
     # report and RESULTS.md, where a README line of three machines has no room for them
     lone = k == 1 and group.kind in ("slower", "faster")
     detail = span_text(lo, hi) + (f": TF {group.rows[0].version}" if lone else "")

@@ -133,7 +133,7 @@ def answer_word(groups: tuple, prefix: str = "") -> str:
 
 def says_first(groups: tuple, prefix: str = "") -> bool:
     """Does the answer name the first group's word ("mostly slower" for the slower group)? Its
-    count then goes without the word: "mostly slower—in 21 of 22 versions (...)"."""
+    count then goes without the word: "mostly slower—in <k> of <n> versions (...)"."""
     said = answer_word(groups, prefix).removeprefix(prefix).removeprefix("mostly ")
     return bool(groups) and said == groups[0].kind
 
@@ -405,7 +405,7 @@ def cpus_text(keys, facts: dict | None = None) -> str:
 
 def tally(claim: Claim, margin: float = 0.10) -> str:
     """The claim's answer and its counts alone, for a first screen that holds several machines:
-    'mostly as fast — 12 of 22 as fast, 9 not decided, 1 slower' (groups as the sentence orders
+    'mostly as fast—<k> of <n>, <k> not decided, <k> slower' (groups as the sentence orders
     them; the inference claim per mode, its words 'predict() slower'/'predict() faster'). The
     same rows as claim.text."""
     del margin  # the four words carry no margin
