@@ -127,3 +127,7 @@ def test_snakemake_stays_quiet_after_a_checkpoint(tmp_path):
     old, new = runs[False].cores(), runs[True].cores()
     print(f"Snakemake's own CPU after the checkpoint: {old:.3f} cores as it was, {new:.3f} quiet")
     assert old > 0.05 > new, (old, new)
+
+
+def test_the_workflow_keeps_one_timer():
+    assert "\nscheduling.quiet_reevaluation()\n" in (REPO / "rules" / "common.smk").read_text()
