@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from driver.report.fmt import col, num, records, text
+from driver.report.fmt import col, ncol, num, records, text
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER, norm_code
 
 MODE_ORDER = ("graph", "eager")
@@ -45,7 +45,28 @@ def _pct(value: float) -> str:
     return f"{value * 100:+.1f} %"
 
 
-def aa_check(aa: pd.DataFrame, machine: str) -> Check | None:
+def _at_headline_level(rows: list, duets: pd.DataFrame | None, machine: str) -> dict | None:
+    """calibration.threshold_rate of the A/A rows at the level of the same machine's headline
+    rows (1 - ci_level of the duets table), or None without it."""
+    from driver.stats.calibration import threshold_rate
+
+    if duets is None or duets.empty or "ci_level" not in duets.columns:
+        return None
+    head = duets[col(duets, "machine").map(text) == machine] if machine else duets
+    level = ncol(head, "ci_level").dropna()
+    have = [r for r in rows if all(math.isfinite(num(r.get(c))) for c in ("p", "sd_log", "n"))]
+    if level.empty or not have:
+        return None
+    got = threshold_rate([num(r["p"]) for r in have], [1 - float(level.iloc[0])] * len(have),
+                         [int(num(r.get("n_look1")) if math.isfinite(num(r.get("n_look1")))
+                              else num(r["n"])) for r in have],
+                         [int(num(r.get("n_max")) if math.isfinite(num(r.get("n_max")))
+                              else num(r["n"])) for r in have],
+                         [num(r["sd_log"]) for r in have], draws=5000)
+    return got if got.get("n") else None
+
+
+def aa_check(aa: pd.DataFrame, machine: str, duets: pd.DataFrame | None = None) -> Check | None:
     """'A/A (TF <reference> against itself): <k> of <n> rows called different; <mode> <ratio>
     (tested interval <lo>–<hi>, <n> duets) <verdict>; ...; order bias <ratio - 1> (<mode>)',
     or None without rows."""
@@ -65,11 +86,21 @@ def aa_check(aa: pd.DataFrame, machine: str) -> Check | None:
         parts.append(f"{text(r.get('mode'))} {num(r.get('ratio')):.3f}x (tested interval "
                      f"{num(r.get('ratio_ci_low')):.3f}–{num(r.get('ratio_ci_high')):.3f}x, "
                      f"{int(num(r.get('n')))} duets) {word}")
-    bias = ", ".join(f"{_pct(num(r.get('ratio')) - 1)} ({text(r.get('mode'))})" for r in rows)
+    bias = ", ".join(f"{_pct(num(r.get('ratio')) - 1)} ({text(r.get('mode'))}, interval "
+                     f"{_pct(num(r.get('ratio_ci_low')) - 1)} to "
+                     f"{_pct(num(r.get('ratio_ci_high')) - 1)})" for r in rows)
     sentence = (f"A/A ({who}): {len(different)} of {len(rows)} row{'s' * (len(rows) != 1)} "
                 f"called different; {'; '.join(parts)}. Order bias (the ratio's distance from "
-                f"1): {bias}.")
-    return Check(machine, "aa", sentence, "warn" if different else "ok",
+                f"1, with its tested interval): {bias}.")
+    at = _at_headline_level(rows, duets, machine)
+    if at:
+        sentence += (f" At the headline's own level ({at['threshold']:.3g}): {at['k']} of "
+                     f"{at['n']} A/A p-values at or below it (a correct procedure: "
+                     f"{at['expected']:.1%} a row; "
+                     + ("more than it allows" if not at["ok"] else
+                        f"with intervals {at['narrow']:g} times too narrow {at['rate_narrow']:.1%}"
+                        f" a row, so {at['n']} rows can only fail grossly") + ").")
+    return Check(machine, "aa", sentence, "warn" if different or (at and not at["ok"]) else "ok",
                  tuple(f"{machine}:{text(r.get('mode'))}:{text(r.get('keras'))}" for r in rows))
 
 
@@ -148,7 +179,7 @@ def duet_checks(tabs: dict) -> list[dict]:
         keys = {""}
     out = []
     for machine in sorted(keys):
-        found = [c for c in (aa_check(aa if aa is not None else pd.DataFrame(), machine),
+        found = [c for c in (aa_check(aa if aa is not None else pd.DataFrame(), machine, duets),
                              rounds_check(rounds if rounds is not None else pd.DataFrame(),
                                           machine),
                              looks_check(duets, machine)) if c]

@@ -56,8 +56,19 @@ def test_aa_false_positive_and_order_bias_recomputed():
     assert f"{different} of {len(aa)} row called different" in text, text
     assert "called different, a false positive" in text
     bias = (aa["ratio"].iloc[0] - 1) * 100
-    assert f"{bias:+.1f} % (graph)" in text
+    low = (aa["ratio_ci_low"].iloc[0] - 1) * 100
+    assert f"{bias:+.1f} % (graph, interval {low:+.1f} %" in text  # the bias with its interval
     assert f"{aa['ratio'].iloc[0]:.3f}x" in text
+    # judged at the headline's own level too: the planted bias is more than it allows
+    level = 1 - tabs["duets"]["ci_level"].iloc[0]
+    assert f"At the headline's own level ({level:.3g}): 1 of 1" in text
+    assert "more than it allows" in text
+
+
+def test_aa_at_the_headlines_level_says_how_little_one_row_can_show():
+    (m,) = duet_checks.duet_checks(tables(family(aa_bias=0.0)))
+    text = next(c for c in m["checks"] if c.kind == "aa").text
+    assert "0 of 1 A/A p-values at or below it" in text and "can only fail grossly" in text
 
 
 def test_aa_without_bias_is_no_false_positive():
