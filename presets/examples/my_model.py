@@ -55,7 +55,9 @@ def build_compiled(keras, data):
 def build_applications(keras, data):
     """A keras.applications architecture without its weights (weights=None) at a small image
     size: MobileNetV2 on 32 x 32 x 3 images, ten classes (sparse targets). Each Keras has its
-    own copy of keras.applications (standalone Keras 2.2 needs keras_applications, which it
-    ships with)."""
+    own copy of keras.applications. Standalone Keras 2.2.5 on TF 1.14 cannot build it inside the
+    explicit tf.device of graph-mode inference (an AttributeError of TF's device capture): such
+    cells are written as failed with that line, which is why the preset's inference grid leaves
+    standalone Keras out."""
     return keras.applications.MobileNetV2(input_shape=tuple(data.shape), alpha=0.35,
                                           weights=None, classes=data.classes)

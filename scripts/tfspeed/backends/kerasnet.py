@@ -132,8 +132,10 @@ def _where_text(K=None):
         parts.append("TF %s" % tf.__version__)
     if K is not None:
         name = K.__name__
-        if name.startswith(("tensorflow", "keras.api._v2")):  # tf.keras as TF 2 exposes it
-            name = "tf.keras" if "python" not in name else "tf.python.keras"
+        if name == "tensorflow.python.keras":
+            name = "tf.python.keras"
+        elif name.startswith("tensorflow") or ".api._v" in name:  # tf.keras in TF 1 and TF 2
+            name = "tf.keras"
         version = str(getattr(K, "__version__", "") or "")
         if version.startswith("3"):  # Keras 3 names its backend (TF, JAX or torch)
             backend = getattr(getattr(K, "backend", None), "backend", None)
