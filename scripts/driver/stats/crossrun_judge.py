@@ -106,6 +106,8 @@ def verdict_text(name: str, out: dict) -> list[str]:
                      f"{out['spread_ci'][1]:.2f}; 1 when calibrated, p {out['p_dispersion']:.2g})")
     if "power" in out:
         lines.append("  " + crossrun_power.power_text(out["power"]))
+    if out.get("design_note"):
+        lines.append("  NOTE: " + out["design_note"])
     return lines
 
 
