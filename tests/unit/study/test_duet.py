@@ -324,3 +324,29 @@ def test_a_pair_file_comes_from_one_worker_with_the_build_order_alternating(tmp_
     assert rec["log_ratio"] > math.log(5) and rec["left_samples"] > 0
     assert rec["cpu_window"] is not None and rec["foreign_processes"] is not None
     assert rec["status"] == "ok" and rec["wall_s"] > 0
+
+
+def test_a_duet_of_one_env_runs_two_workers_of_two_cells(tmp_path):
+    """The reference across modes (duetplan: duets.graph_vs_eager) is a duet whose two sides are
+    one env's two cells: two workers of the same Python, each built from its own cell (as a
+    graph and an eager cell are; here two sizes of NumPy's product, so the sides cannot be
+    confused); its row has its own family and a key joining both cells' ids."""
+    sys.path.insert(0, SCRIPTS)
+    import supervise_duet
+
+    from driver.tables.duets import family, row_id
+    manifest, out = _manifest(tmp_path), tmp_path / "duet.json"
+    big = dict(MATMUL, data="matmul")
+    supervise_duet.main([
+        "--cell", json.dumps(big), "--reference-cell", json.dumps(MATMUL),
+        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
+        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
+        "--windows", "2", "--window-s", "0.02",
+        "--design", json.dumps({"replicates": 4, "max_replicates": 4}),
+        "--lock", str(tmp_path / "lock"), "--out", str(out)])
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    assert rec["kind"] == "duet" and len(rec["left_windows_s"]) == 2
+    assert rec["log_ratio"] > math.log(5)
+    assert family(rec) == "duets_modes"
+    assert row_id(rec) == tfcells.cell_id(big) + duetplan.PAIR_SEP + tfcells.cell_id(MATMUL)
