@@ -33,6 +33,19 @@ from driver.tables.results import Results  # noqa: E402
 DECIDED = set(verdicts.DECIDED) | {verdicts.EQUIVALENT}
 
 
+def _headline_level(res, machine: str) -> float:
+    """1 - ci_level of the machine's duets rows (the level BH called them at), NaN without."""
+    if not res.has("duets"):
+        return math.nan
+    duets = res.table("duets")
+    if "ci_level" not in duets.columns:
+        return math.nan
+    mine = duets[duets["machine"].astype(str) == str(machine)] if "machine" in duets.columns \
+        else duets
+    levels = mine["ci_level"].astype(float).dropna()
+    return 1 - float(levels.iloc[0]) if len(levels) else math.nan
+
+
 def share(k: int, n: int) -> dict:
     lo, hi = clopper_pearson(k, n)
     return {"k": int(k), "n": int(n), "share": k / n if n else math.nan, "ci": [lo, hi]}
@@ -87,6 +100,11 @@ def figures(results) -> dict:
             out.setdefault(machine, {})["aa_duets"] = {
                 "different": share(int(codes.isin(verdicts.DECIDED).sum()), len(part)),
                 "ratios": [round(float(x), 4) for x in part["ratio"]]}
+            level = _headline_level(res, machine)
+            if level == level and "p" in part.columns:  # the headline rows' own level
+                out[machine]["aa_duets"]["at_headline_level"] = dict(
+                    share(int((part["p"].astype(float) <= level).sum()), len(part)),
+                    level=level)
     if res.has("duet_rounds"):
         for machine, part in per_machine(res.table("duet_rounds")):
             moved = part[part["moved"].astype(str).str.lower() == "true"]
@@ -175,6 +193,10 @@ def text(figs: dict) -> list[str]:
         if "aa_duets" in m:
             lines.append(f"  A/A duets called different: {s(m['aa_duets']['different'])}; "
                          f"ratios {m['aa_duets']['ratios']}")
+            at = m["aa_duets"].get("at_headline_level")
+            if at:
+                lines.append(f"  A/A duets at the headline's own level ({at['level']:.3g}, "
+                             f"compare-runs judges it): {s(at)}")
         if "pairs" in m:
             p = m["pairs"]
             if "decided" in p:
