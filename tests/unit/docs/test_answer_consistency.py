@@ -45,8 +45,10 @@ def published():
     facts = json.loads((tables / "facts.json").read_text(encoding="utf-8"))
     import readme_answer
 
+    cores = {(facts.get("machines") or {}).get(k, {}).get("cpu_count") for k in keys}
     return {"duets": duets, "cvp": cvp, "tf2": tf2, "keys": keys,
             "names": plain_names(facts.get("machines") or {}, keys),
+            "cores": cores.pop() if len(cores) == 1 else None,
             "margin": readme_answer.published_margin(DOCS)}
 
 
@@ -59,7 +61,8 @@ def pub():
 
 
 def _check(entries, p):
-    return check(entries, p["duets"], p["cvp"], p["margin"], p["names"], tf2=p["tf2"])
+    return check(entries, p["duets"], p["cvp"], p["margin"], p["names"], tf2=p["tf2"],
+                 cores=p["cores"])
 
 
 def test_readme_block(pub):
