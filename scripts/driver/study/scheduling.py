@@ -12,9 +12,9 @@ duets' meters flagged after the checkpoint `plan_duets`, which is only where the
 enough (docs/runs/2026-11-28-amd-epyc-2c-quiet-orchestrator.md has the profile).
 
 `quiet_reevaluation` keeps one such timer at a time: a pass starts one only when none is pending.
-The re-evaluation still comes at most one timespan after any pass, which is all the rate limit
-needs (jobs start the moment a job ends either way), and Snakemake still waits for at most one
-timespan at exit (tests/e2e/test_profile_exit.py).
+Jobs still start the moment a job ends; a pass that found the rate limit reached is followed by
+another within one or two timespans (the limit never binds under our profiles); Snakemake still
+waits for at most one timespan at exit (tests/e2e/test_profile_exit.py).
 """
 import threading
 
