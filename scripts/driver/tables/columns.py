@@ -191,6 +191,9 @@ COLUMNS = {c.name: c for c in [
          "simultaneous over them. 1: a plain comparison."),
         ("log_ratio", "The mean log ratio left / right."),
         ("sd_log", "The spread of the duets' log ratios."),
+        ("look1_log_ratio", "The mean log ratio of the first look's duets alone (the first "
+         "n_look1 replicates): the health check sets the second look against it."),
+        ("look1_sd_log", "The spread of the first look's log ratios."),
         ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level): the row "
          "is equivalent exactly when this interval lies inside 1 +- min_effect."),
         ("tost_ci_high", "Its upper end."),

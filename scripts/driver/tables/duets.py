@@ -56,7 +56,8 @@ COLUMNS = [
     "right_env", "left_cell_id", "right_cell_id", "left_keras", "right_keras", "left_framework_version",
     "right_framework_version", "n", "n_look1", "n_max", "n_failed", "n_flagged", "ratio",
     "ratio_ci_low", "ratio_ci_high",
-    "ci_level", "log_ratio", "se_log", "df", "sd_log", "p", "p_look", "p_adjusted", "p_threshold",
+    "ci_level", "log_ratio", "se_log", "df", "sd_log", "look1_log_ratio", "look1_sd_log", "p",
+    "p_look", "p_adjusted", "p_threshold",
     "p_equivalent", "tost_ci_low", "tost_ci_high", "tost_level",
     "bound_pct", "verdict", "simultaneous_low", "simultaneous_high", "left_median_s",
     "right_median_s", "window_sd", "wall_s", "reason",
@@ -115,6 +116,7 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
            "reason": "; ".join(sorted({r.get("reason", "") for r in recs
                                        if r["status"] != "ok"})) or None,
            "ratio": nan, "log_ratio": nan, "se_log": nan, "df": nan, "sd_log": nan, "p": nan,
+           "look1_log_ratio": nan, "look1_sd_log": nan,
            "p_equivalent": nan, "left_median_s": nan, "right_median_s": nan, "window_sd": nan,
            "wall_s": nan}
     if n:
@@ -138,6 +140,13 @@ def one_row(recs: list[dict], min_effect: float) -> dict:
         else:
             p, p_eq = (0.0 if mean else 1.0), (0.0 if abs(mean) < math.log1p(min_effect) else 1.0)
         row.update(se_log=se, df=float(df), sd_log=sd, p=p, p_equivalent=p_eq)
+    # the first look's own mean and spread (replicates are numbered from 0 in run order), for
+    # the health check's look 2 against look 1 (duet_checks.looks_check)
+    first_look = np.array([r["log_ratio"] for r in ok
+                           if int(r.get("replicate", 0)) < row["n_look1"]], dtype=float)
+    if first_look.size >= 2:
+        row.update(look1_log_ratio=float(first_look.mean()),
+                   look1_sd_log=float(first_look.std(ddof=1)))
     return row
 
 

@@ -232,3 +232,30 @@ def test_a_pairs_table_reads_back_with_its_types(tmp_path):
     back = bundle.read_table(path)
     assert back["table"].tolist() == ["fit_vs_train_on_batch"]
     assert back["ratio"].iloc[0] == pytest.approx(math.exp(0.21))
+
+
+def test_the_first_looks_mean_and_spread_are_its_own_replicates():
+    """look1_* come from the first n_look1 replicates alone (the health check's look 2 against
+    look 1 reads them); a row the second look never extended has them equal to the row's."""
+    x = np.array([0.05, 0.11, 0.02, 0.08, 0.30, 0.28, 0.33, 0.31, 0.29, 0.35])
+    recs = records(x)
+    for r in recs:
+        r["design"] = {"replicates": 4, "max_replicates": 10}
+    row = duets.duets_table(recs).iloc[0]
+    assert row["n_look1"] == 4 and row["n"] == 10
+    assert row["look1_log_ratio"] == pytest.approx(x[:4].mean())
+    assert row["look1_sd_log"] == pytest.approx(x[:4].std(ddof=1))
+    assert row["log_ratio"] == pytest.approx(x.mean())
+    # a second look shifted by 0.25 in log, beside rows' spread of 0.03: the health check's
+    # look 2 against look 1 reads these columns and warns
+    from driver.report.duet_checks import looks_check
+    recs = []
+    for i, first in enumerate(np.random.default_rng(3).normal(0.05, 0.03, (6, 4))):
+        second = np.random.default_rng(i).normal(0.30, 0.03, 6)
+        recs += records(np.r_[first, second], env=f"tf2.{i}")
+    for r in recs:
+        r["design"] = {"replicates": 4, "max_replicates": 10}
+    check = looks_check(duets.duets_table(recs), "m")
+    assert check is not None and check.cls == "warn"
+    one = duets.duets_table(records(x[:4])).iloc[0]
+    assert one["look1_log_ratio"] == pytest.approx(one["log_ratio"])
