@@ -130,3 +130,24 @@ def test_the_reference_row_has_its_own_family_and_key():
     modes, aa_rows = duets_table(recs, kind="duets_modes"), duets_table(recs, aa=True)
     assert len(modes) == 1 and PAIR_SEP in modes["cell_id"].item()
     assert PAIR_SEP not in aa_rows["cell_id"].item() and duets_table(recs).empty
+
+
+def test_two_looks_each_row_is_judged_under_its_version_rows_design():
+    """The version's rows ran 4 duets at look 1 and up to 10; the reference's row (weight 2) 8
+    and up to 20: a derived row takes the version rows' design (whose df it takes), the
+    reference's row its own; p is the design's sequential p of the t test's."""
+    from driver.stats.sequential import looks
+    from driver.tables.duets import critical
+
+    recs = duet_records(ROWS[:2], sd=0.03, n=4, seed=6) + reference_records(-0.2, n=8, seed=7)
+    for r in recs:
+        k = 2 if r["env"] == "tf1.14" else 1
+        r["design"] = {"replicates": 4 * k, "max_replicates": 10 * k}
+    out = table(recs).set_index("env")
+    for env, design in (("tf2.2", looks(4, 10)), ("tf1.14", looks(8, 20))):
+        r = out.loc[env]
+        t_p = 2 * sps.t.sf(abs(r["log_ratio"]) / r["se_log"], r["df"])
+        assert r["p"] == pytest.approx(float(design.two_sided(t_p)))
+        half = critical(design, r["df"], 1 - r["ci_level"]) * r["se_log"]
+        assert r["ratio_ci_high"] == pytest.approx(math.exp(r["log_ratio"] + half))
+    assert out.loc["tf2.2", "df"] == 3 and out.loc["tf1.14", "df"] == 7
