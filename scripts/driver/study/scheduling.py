@@ -9,7 +9,7 @@ timing jobs wait for the one timing slot there is always a ready job, so after k
 the loop makes about k / timespan passes a second, each over every ready job (the greedy
 selector, the inputs' sizes, a new thread). Snakemake's own CPU grows through the study: what the
 duets' meters flagged after the checkpoint `plan_duets`, which is only where the study is late
-enough (docs/runs/2026-11-28-amd-epyc-2c-quiet-orchestrator.md has the profile).
+enough (the quiet-orchestrator run note in docs/runs/ has the profile).
 
 `quiet_reevaluation` keeps one such timer at a time: a pass starts one only when none is pending.
 Jobs still start the moment a job ends; a pass that found the rate limit reached is followed by
