@@ -16,8 +16,8 @@ analysis would use, but for three parts of unequal spread its far tails are thin
 a BH-widened interval reaches (two-sided 0.002), with spreads 0.02 / 0.09 / 0.05 and 4, 4 and 8
 duets, its true tail was two to three times nominal in simulation (still above it at 10, 10
 and 20); the smallest df is conservative whatever the spreads are. The price is power while
-the rows are small: with 4 duets a row (df 3) and equal spreads its two-sided size is about 0.01 at a nominal 0.05 (Welch's
-0.046), and under the duets' two looks its 95 % interval covered 0.996 of simulated truths where
+the rows are small: with 4 duets a row (df 3) and equal spreads its two-sided size is about
+0.01 at a nominal 0.05 (Welch's 0.046), and under the duets' two looks its 95 % interval covered 0.996 of simulated truths where
 Welch's covered 0.965; from 10 duets a row the two differ by about a tenth of the interval.
 Each row is judged under its rows' two-look design (duets.design_of, as duets_releases judges
 its two rows: here the version's two, whose df the row takes; the reference row has
