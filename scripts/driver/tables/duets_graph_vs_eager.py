@@ -10,21 +10,22 @@ y = log(g_ref / e_ref). Then
 
 for every version timed in both modes, with no duet of its own: the reference cancels. The three
 rows come from duets of their own (fresh workers each, no process shared), so the variances add:
-se^2 = se_g^2 + se_e^2 + se_y^2. Degrees of freedom: the smallest of the three rows' (n - 1). The
-Welch-Satterthwaite df (df_welch, written beside it) is never below that and is what a plain
+se^2 = se_g^2 + se_e^2 + se_y^2. Degrees of freedom: the smallest of the three rows' (n - 1).
+The Welch-Satterthwaite df (df_welch, written beside it) is never below that and is what a plain
 analysis would use, but for three parts of unequal spread its far tails are thin: at the levels
 a BH-widened interval reaches (two-sided 0.002), with spreads 0.02 / 0.09 / 0.05 and 4, 4 and 8
-duets, its true tail was two to three times nominal in simulation (still above it at 10, 10
-and 20); the smallest df is conservative whatever the spreads are. The price is power while
-the rows are small: with 4 duets a row (df 3) and equal spreads its two-sided size is about
-0.01 at a nominal 0.05 (Welch's 0.046), and under the duets' two looks its 95 % interval covered 0.996 of simulated truths where
-Welch's covered 0.965; from 10 duets a row the two differ by about a tenth of the interval.
-Each row is judged under its rows' two-look design (duets.design_of, as duets_releases judges
-its two rows: here the version's two, whose df the row takes; the reference row has
-duets.graph_vs_eager times their duets at each look), with its sequential p-values,
-Benjamini-Hochberg over this table's rows at q, the tested interval at the level that makes the
-drawn interval the tested one, TOST at 1 +- min_effect at alpha_equivalence, and the study's
-verdicts (machines_compared.welch_intervals, shared with duets_releases and machines_compared).
+duets, its true tail was two to three times nominal in simulation (still above it at 10, 10 and
+20); the smallest df is conservative whatever the spreads are. The price is power while the rows
+are small: with 4 duets a row (df 3) and equal spreads its two-sided size is about 0.01 at a
+nominal 0.05 (Welch's 0.046), and under the duets' two looks its 95 % interval covered 0.996 of
+simulated truths where Welch's covered 0.965; from 10 duets a row the two differ by about a
+tenth of the interval. Each row is judged under its rows' two-look design (duets.design_of, as
+duets_releases judges its two rows: here the version's two, whose df the row takes; the
+reference row has duets.graph_vs_eager times their duets at each look), with its sequential
+p-values, Benjamini-Hochberg over this table's rows at q, the tested interval at the level that
+makes the drawn interval the tested one, TOST at 1 +- min_effect at alpha_equivalence, and the
+study's verdicts (machines_compared.welch_intervals, shared with duets_releases and
+machines_compared).
 
 Which rows: per machine (twin keys left out), API and input, the reference's own row (source
 `duet`: measured directly, the reference env's tf.keras) and one row per TF 2.x env and Keras
