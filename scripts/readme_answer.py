@@ -1,6 +1,8 @@
-"""`make readme-answer` (run by `make republish` after scripts/republish.py): write the published
-answer into README.md between its markers, from docs/tables and the equivalence margin of the
-newest published run (driver/report/readme_block.py). --check: exit 1 when the block is stale."""
+"""`make readme-answer` (run by `make republish` after scripts/republish.py, and by `make publish`
+through scripts/publish.py: write_readme): write the published answer into README.md between its
+markers, from docs/tables and the equivalence margin of the newest shown run, the one whose
+config the derived files use (driver/report/readme_block.py). --check: exit 1 when the block is
+stale."""
 import argparse
 import os
 import sys
@@ -18,7 +20,7 @@ def published_margin(docs) -> float:
     config with the schema's defaults)."""
     import republish
 
-    used = republish.newest_per_machine(republish.find_runs(Path(docs) / "data"))
+    used = republish.shown_per_machine(republish.find_runs(Path(docs) / "data"))
     if not used:
         raise SystemExit(f"{docs}/data holds no published run: no answer to write")
     primary = max(used, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))
