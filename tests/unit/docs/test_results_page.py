@@ -123,3 +123,20 @@ def test_published_page_says_what_the_published_report_says():
         for line in q["lines"]:
             assert str(escape(line["text"])) in html, q["id"]
     assert "from duets" in html
+
+
+def test_runs_name_each_machine_in_plain_words(results):
+    """The runs table names each machine in plain words beside its key, with its own run's
+    commit and wall time (the answer above names machines by those words alone)."""
+    from answer_check import plain_names
+
+    facts = json.loads((results / "tables" / "facts.json").read_text())
+    key = sorted(k for k in facts["machines"] if not k.endswith(".twin"))[0]
+    run = {"machine": key, "run_id": "2026-01-01-abcdef0", "commit": "a" * 40,
+           "started_utc": "2026-01-01T10:00:00Z", "ended_utc": "2026-01-01T11:06:00Z",
+           "wall_s": 3960.0}
+    page = results_page.results_page(results / "tables", 0.10, runs=[run])
+    name = plain_names(facts["machines"], [key])[key]
+    assert name != key
+    assert "| %s | %s | [2026-01-01-abcdef0](data/%s/2026-01-01-abcdef0/run.json) | `%s` |" % (
+        name, key, key, "a" * 12) in page
