@@ -63,7 +63,6 @@ def run_line(run: dict) -> str:
         minutes = round(float(run["wall_s"]) / 60)
         bits.append(f"over {minutes // 60} h {minutes % 60} min" if minutes >= 60
                     else f"over {minutes} min")
-
     if run.get("commit"):
         bits.append(f"at commit {text(run['commit'])[:7]}"
                     + (" (with local changes)" if run.get("dirty") else ""))
