@@ -67,6 +67,10 @@ def build_context(cells: pd.DataFrame, tabs: dict, samples: dict, study: dict, m
         ctx[mod.ID] = _guard(mod.ID, errors, mod.build, data)
     ctx["errors"] = errors
     ctx["ctx_sections"] = {m.ID: ctx[m.ID] for m in MODULES}
+    # a section that only some studies have (OPTIONAL = True: the user's own model) is left out
+    # of the navigation when its data is empty; its template shows nothing then
+    ctx["sections"] = [s for m, s in zip(MODULES, ctx["sections"])
+                       if not getattr(m, "OPTIONAL", False) or ctx[m.ID] or s["id"] in errors]
     return ctx
 
 

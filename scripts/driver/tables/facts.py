@@ -157,6 +157,20 @@ def run_facts(recs: Sequence[dict], duets: Sequence[dict] = ()) -> dict:
     return out
 
 
+def runs_by_machine(recs: Sequence[dict], duets: Sequence[dict] = ()) -> dict:
+    """{machine key: run_facts of its own cells and duets}: a study of several machines has a
+    commit and a span per machine (a twin key's cells count under its machine); the pooled `run`
+    would give one machine's commit and the gap from the first start to the last end."""
+    from driver.study.layout import base_machine
+
+    def key(rec):
+        return base_machine(text(rec.get("machine")))
+
+    keys = sorted({key(r) for r in [*recs, *duets]} - {""})
+    return {k: run_facts([r for r in recs if key(r) == k], [d for d in duets if key(d) == k])
+            for k in keys}
+
+
 def write_bundle(recs: list[dict], paths: Sequence[str], processes_path, facts_path,
                  env_order: Sequence[str] = (), duets: Sequence[dict] = ()) -> None:
     """processes.json: per cell, every ok process's samples in repeat order (with the boundaries
@@ -169,7 +183,8 @@ def write_bundle(recs: list[dict], paths: Sequence[str], processes_path, facts_p
                for k, v in samples_by_cell(recs).items()}
     facts = {"machines": machine_facts(recs), "environments": environments(recs),
              "dates": measurement_dates(recs), "failures": process_failures(recs, paths),
-             "env_order": list(env_order), "run": run_facts(recs, duets)}
+             "env_order": list(env_order), "run": run_facts(recs, duets),
+             "runs": runs_by_machine(recs, duets)}
     write_text(str(processes_path), json.dumps(samples, sort_keys=True))
     write_text(str(facts_path), json.dumps(facts, sort_keys=True, default=str))
 

@@ -1,8 +1,8 @@
-"""The answer for a user's own model (driver/report/sections/_own_answer.py): one sentence per
+"""The answer for a user's own model (driver/report/sections/own_answer.py): one sentence per
 model and task from the frameworks rows, recomputed here from hand-made rows."""
 import pandas as pd
 
-from driver.report.sections import _own_answer as own
+from driver.report.sections import own_answer as own
 
 
 def row(env, keras, mode, api, ratio, low, high, verdict, model="mine"):
@@ -43,3 +43,21 @@ def test_inference_has_its_own_sentence_and_no_rows_no_sentence():
     assert own.lead(ROWS, "mine", "infer", 10).startswith("The fastest way to predict with mine")
     assert own.lead(ROWS, "absent", "train", 10) is None
     assert own.lead(pd.DataFrame(), "mine", "train", 10) is None
+
+
+def test_the_page_has_the_section_only_for_a_study_of_its_own_model():
+    """An OPTIONAL section: no 'Your model' in the navigation of a seed study; with a model of
+    the user's and its frameworks rows, the section and its sentence are on the page."""
+    from helpers import REPO
+
+    from driver.report import render
+
+    seed = render.build_context(pd.DataFrame(), {"frameworks": ROWS}, {}, {}, "m", {})
+    assert "own_answer" not in [s["id"] for s in seed["sections"]]
+    own = render.build_context(pd.DataFrame(), {"frameworks": ROWS}, {}, {}, "m",
+                               {"models": {"mine": {"builder": "my_model.py:build"}}})
+    assert "own_answer" in [s["id"] for s in own["sections"]]
+    html = render.render_html(own, REPO / "report" / "template.html.j2")
+    section = html[html.index('<section id="own_answer"'):]
+    assert own["own_answer"]["leads"][0]["text"] in section.replace("&#39;", "'")
+    assert '<a href="#own_answer">Your model</a>' in html

@@ -16,7 +16,7 @@ import pytest
 from driver.report.questions import questions
 from driver.report.sections import method
 from driver.report.sections.verdict import run_line
-from driver.tables.facts import run_facts
+from driver.tables.facts import run_facts, runs_by_machine
 
 
 def duet(env, version, mode, keras, ratio, lo, hi, verdict):
@@ -175,6 +175,25 @@ def test_run_facts_and_line():
     assert run_line(run) == "over 42 min at commit aaaaaaa (with local changes)"
     assert run_line({"wall_s": 3 * 3600 + 60}) == "over 3 h 1 min"
     assert run_facts([], []) == {"commit": "", "dirty": False}
+
+
+def test_each_machine_has_its_own_run():
+    """Two machines measured hours apart at different commits: each machine's run is its own
+    commit and span (its twin key's cells with it), never the pooled gap from first to last."""
+    def rec(machine, start, commit, wall):
+        return {"machine": machine, "started_utc": start,
+                "provenance": {"code": {"commit": commit * 40, "dirty": False},
+                               "cell_wall_s": wall}}
+    recs = [rec("amd", "2026-11-26T18:00:00+00:00", "a", 60),
+            rec("amd.twin", "2026-11-26T19:00:00+00:00", "a", 60),
+            rec("intel", "2026-11-26T12:00:00+00:00", "b", 60),
+            rec("intel", "2026-11-26T12:50:00+00:00", "b", 60)]
+    duets = [{"machine": "amd", "started_utc": "2026-11-26T17:50:00+00:00", "wall_s": 8.0}]
+    runs = runs_by_machine(recs, duets)
+    assert sorted(runs) == ["amd", "intel"]
+    assert runs["amd"]["commit"] == "a" * 40 and runs["intel"]["commit"] == "b" * 40
+    assert runs["amd"]["wall_s"] == 71 * 60.0 and runs["intel"]["wall_s"] == 51 * 60.0
+    assert run_facts(recs, duets)["wall_s"] == 7 * 3600 + 60.0  # the pooled gap
 
 
 def test_downloads_carry_the_table_and_aa_in_words():

@@ -12,6 +12,9 @@ A section module holds
            facts, config). A section whose build raises shows the error in its place and the rest
            of the report renders (driver/report/render.py).
 
+A module may set OPTIONAL = True: a section only some studies have, left out of the navigation
+when its build returns nothing.
+
 Its template receives the whole context, its own data as `<ID>` (and as `section`), and imports
 the shared macros from `_macros.html.j2`. Skeleton of a new section, e.g. `changes.py`:
 

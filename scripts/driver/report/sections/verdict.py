@@ -11,8 +11,8 @@ import tomllib
 from markupsafe import Markup, escape
 
 from driver.report import answer, forest
-from driver.report.bottom_line import bottom_line, duet_rows, more_lines
-from driver.report.fmt import col, is_true, ncol, num, records, text, version_key
+from driver.report.bottom_line import bottom_line, duet_rows, duets_count_text, more_lines
+from driver.report.fmt import col, is_true, num, records, text, version_key
 from driver.report.forest import forest_svg
 from driver.report.questions import questions
 from driver.report.sections.duets import MODE_TITLE, panel
@@ -118,11 +118,12 @@ def duet_panels(data, reference: str) -> list[dict]:
         if not rows:
             continue
         p = panel(rows, MODE_TITLE.get(mode, mode))
-        n = int(ncol(duets, "n").max())
+        count = duets_count_text(pd.concat([duet_rows(duets, mode),
+                                            duet_rows(duets, mode, legacy=True)]))
         out.append({"title": p["title"], "svg": forest_svg(p, data.min_effect, reference),
                     "caption": f"{p['title']}: each TF 2.x version's step time over "
-                               f"{reference}'s, from {n} duets per version (in turns, beside "
-                               "each other); the tested interval drawn."})
+                               f"{reference}'s, from {count} (in turns, beside each other); "
+                               "the tested interval drawn."})
     return out
 
 
@@ -152,7 +153,8 @@ def build(data) -> dict:
                       | {text(data.machine)} - {""} if not layout.is_twin(m))
     twins = data.table("twins")
     ok = data.ok
-    bottom = bottom_line(data.tabs, data.cells, data.reference_env, previous=data.previous)
+    bottom = bottom_line(data.tabs, data.cells, data.reference_env, previous=data.previous,
+                         facts=data.machine_facts)
     reference = bottom["reference"]
     run = data.study.get("run") or {}
     headline = duet_panels(data, reference)

@@ -5,18 +5,18 @@ what the run did not decide.
 
 Built from the `frameworks` table (driver/tables/comparisons.py: frameworks_table): per model,
 data, device and task, the fastest cell of each env and mode against the fastest TensorFlow cell,
-each row simultaneous over the cells it could have picked. Not yet a section of the page: the
-section loop (sections/__init__.py) skips modules named with `_`; to show it, rename this module
-and its template to `own_answer` and let the template's navigation leave out a section whose data
-is empty (a study without a user's model has none).
+each row simultaneous over the cells it could have picked. An OPTIONAL section: a study without a
+user's model has no data for it, and the page leaves it out.
 """
 import math
 
 import pandas as pd
 
+from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
 from tfspeed.cells import task as task_of
 
 ID, TITLE, ORDER = "own_answer", "Your model", 15  # after the answer (verdict, 10)
+OPTIONAL = True
 
 TASKS = {"train": "train", "infer": "predict with"}
 
@@ -47,22 +47,22 @@ def lead(rows: pd.DataFrame, model: str, task: str, margin_pct: float) -> str | 
         return None
     mine.sort(key=lambda r: r["ratio"])
     by = {v: [r for r in mine if r["verdict"] == v]
-          for v in ("left_faster", "equivalent", "right_faster", "undecided")}
+          for v in (LEFT_FASTER, EQUIVALENT, RIGHT_FASTER, INCONCLUSIVE)}
     fastest = way(mine[0], "right")
     text = "The fastest way to %s %s here is %s" % (TASKS[task], model, fastest)
-    if by["left_faster"]:  # a way outside TensorFlow beat TensorFlow's fastest
+    if by[LEFT_FASTER]:  # a way outside TensorFlow beat TensorFlow's fastest
         text += ", bettered by %s" % "; ".join(
-            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by["left_faster"])
+            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by[LEFT_FASTER])
     text += "."
-    if by["equivalent"]:
+    if by[EQUIVALENT]:
         text += " As fast within ±%g %%: %s." % (margin_pct, "; ".join(
-            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by["equivalent"]))
-    if by["right_faster"]:
+            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by[EQUIVALENT]))
+    if by[RIGHT_FASTER]:
         text += " Avoid: %s." % "; ".join(
-            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in reversed(by["right_faster"]))
-    if by["undecided"]:
+            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in reversed(by[RIGHT_FASTER]))
+    if by[INCONCLUSIVE]:
         text += " Not decided by this run: %s." % "; ".join(
-            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by["undecided"])
+            "%s (%s)" % (way(r, "left"), _ratio(r)) for r in by[INCONCLUSIVE])
     return text
 
 
