@@ -22,7 +22,8 @@ configuration in two live workers that take turns window by window; config `duet
   look, scripts/plan_duets.py; driver/stats/sequential.py keeps the size).
 
 Pairs in one process (config `pairs`, docs/design.md "Pairs in one process"): a comparison whose
-two cells live in one env and one mode (fit vs train_on_batch, numpy vs tf.data) is timed by one
+two cells live in one env and one mode (PAIR_TABLES: fit vs train_on_batch, numpy vs tf.data, fit
+over an epoch vs train_on_batch, model(x) vs predict, two Keras) is timed by one
 fresh worker that builds both cells and interleaves them call by call (run_cell.py `mix`), so the
 process's own state is the same for both sides. They are planned, ordered, looked at twice and
 stored as duets are (results/duets/), with `together` set: their key joins both cells' ids
@@ -40,12 +41,53 @@ from tfspeed.versions import version_tuple
 HEADLINE = {"model": "small", "data": "small", "input": "numpy", "device": "cpu"}
 # A pair's key: both cells' ids (a file name part; a cell id never holds it)
 PAIR_SEP = "~"
-# The comparison tables whose rows a pair in one process can time: both cells share the env, the
-# mode and the stopping rule (fit_epoch's rule differs: steps per call), and the pair probe
-# measured them (docs/runs/2026-11-27-amd-epyc-2c-44e20b91-pairs-in-one-process.md).
-PAIR_TABLES = {"fit_vs_train_on_batch": ("api", "fit", "train_on_batch"),
-               "numpy_vs_tfdata": ("input", "numpy", "tfdata")}
+# The comparison tables whose rows a pair in one process can time: {table: (axis, ((left,
+# right), ...))}, the pairs of the axis' values as the table names them (driver/tables/
+# comparisons.py: KERAS_PAIRS, CALL_PAIRS), first-named on the left. Both cells share the env and
+# the mode; fit_epoch's calls cover fit_epoch_steps steps where train_on_batch's cover one, and
+# the worker times both per step (run_cell.py: each cell its own rule, `mix` in blocks of equal
+# steps). Which Keras pairs can share a process: keras_why_not.
+PAIR_TABLES = {"fit_vs_train_on_batch": ("api", (("fit", "train_on_batch"),)),
+               "numpy_vs_tfdata": ("input", (("numpy", "tfdata"),)),
+               "fit_epoch_vs_train_on_batch": ("api", (("fit_epoch", "train_on_batch"),)),
+               "call_vs_predict": ("api", (("call", "predict"), ("call", "predict_on_batch"),
+                                           ("predict_on_batch", "predict"),
+                                           ("inference_mode", "call"))),
+               "keras_vs_tfkeras": ("keras", (("keras", "tf.keras"), ("keras3", "tf_keras"),
+                                              ("tf.python.keras", "tf.keras")))}
 
+
+def keras_why_not(spec, left, right, mode):
+    """None where two Keras flavours can be built and trained in one process (a pair of
+    keras_vs_tfkeras), else why not. `spec`: the env's envspec facts (None: unknown, no pair).
+
+    - standalone Keras 2.2 and tf.keras on TF 1.x: yes (tried in TF 1.14, graph mode, the only
+      mode standalone Keras 2.2 has: each keeps its own session on TF's one default graph);
+    - Keras 3 and tf_keras from TF 2.16: yes (tried in TF 2.21, eager: two packages with their
+      own state over one TF runtime; Keras 3 has no graph mode, so there is no graph pair);
+    - standalone Keras 2.3.1 and tf.keras on TF 2.x (TF 2.0): no pair. Both set TF's global
+      state (Keras 2.3.1 its own v1 graph and learning phase beside tf.keras' in an eager
+      process) and no env at hand has tried them in one process; the cells answer that row;
+    - tensorflow.python.keras and tf.keras: on TF 1.x (tried in TF 1.14, graph and eager); on
+      TF 2.x before 2.6 in graph mode only (in TF 2.0 the private copy's train_on_batch fails in
+      eager mode as a fresh cell too); from TF 2.6, where tf.keras is the keras package, none
+      (in TF 2.15 the private copy has no optimizers.Adam: its cell is skipped, so a pair's
+      worker could never build it).
+    """
+    if spec is None or spec.get("framework") != "tensorflow":
+        return "no TensorFlow env facts: which Keras can share a process is unknown"
+    tfv = version_tuple(spec.get("framework_version") or "0")
+    if (left, right) == ("keras", "tf.keras"):
+        return None if tfv < (2, 0) else (
+            "standalone Keras 2.3 and tf.keras on TF 2 are not tried in one process")
+    if (left, right) == ("keras3", "tf_keras"):
+        return None if tfv >= (2, 16) else "Keras 3 beside tf_keras needs TF >= 2.16"
+    if (left, right) == ("tf.python.keras", "tf.keras"):
+        if tfv < (2, 0) or (tfv < (2, 6) and mode == "graph"):
+            return None
+        return ("tensorflow.python.keras fails in eager mode on TF 2.0 and is unusable from "
+                "TF 2.6 on (2.15: no optimizers.Adam)")
+    return "%s vs %s is not a pair of keras_vs_tfkeras" % (left, right)
 
 class Duet(NamedTuple):
     env: str  # the TF 2.x env (the left side of every comparison)
@@ -68,8 +110,8 @@ class Duet(NamedTuple):
         a pair's A/A row."""
         if not self.together:
             return None
-        for name, (axis, left, right) in PAIR_TABLES.items():
-            if (self.cell[axis], self.reference_cell[axis]) == (left, right) and all(
+        for name, (axis, sides) in PAIR_TABLES.items():
+            if (self.cell[axis], self.reference_cell[axis]) in sides and all(
                     self.cell[a] == self.reference_cell[a] for a in tfcells.AXES if a != axis):
                 return name
         return None
@@ -120,11 +162,16 @@ def plan(specs, envs, reference_env, settings):
     return out
 
 
-def plan_pairs(cells, settings):
+def plan_pairs(cells, settings, specs=None):
     """[Duet(together=True)] of a study: cells = the study's [(env, cell)], settings = config
-    `pairs` ({"tables", "envs", "modes", "aa"}). Every two cells of one env that differ in one
-    table's axis only, left and right as the table names them; with `aa`, per env and mode that
-    has pairs, its first pair's left cell against itself (the pairs' own false-positive check)."""
+    `pairs` ({"tables", "envs", "modes", "aa"}), specs = {env: envspec facts} (keras_vs_tfkeras
+    needs them: keras_why_not). Every two cells of one env that differ in one table's axis only,
+    left and right as the table names them (PAIR_TABLES; a table of several value pairs, each);
+    with `aa`, per env and mode that has pairs, its first pair's left cell against itself (the
+    pairs' own false-positive check). Not paired: two cells of one env and mode in different
+    tables' configurations (each pair differs in one axis alone); a pair of Keras flavours that
+    cannot share a process (keras_why_not: the row stays with the cells); cells the grids leave
+    out on either side (a call cell in graph mode pairs only with a predict cell there)."""
     tables = settings.get("tables") or []
     envs, modes = settings.get("envs") or "all", settings.get("modes") or "all"
     chosen = [(e, c) for e, c in cells if (envs == "all" or e in envs)
@@ -132,12 +179,15 @@ def plan_pairs(cells, settings):
     by_id = {(e, tfcells.cell_id(c)): c for e, c in chosen}
     out = []
     for name in tables:
-        axis, left, right = PAIR_TABLES[name]
-        for env, cell in chosen:
-            if cell[axis] != left:
-                continue
-            other = by_id.get((env, tfcells.cell_id(dict(cell, **{axis: right}))))
-            if other is not None:
+        axis, sides = PAIR_TABLES[name]
+        for left, right in sides:
+            for env, cell in chosen:
+                if cell[axis] != left:
+                    continue
+                other = by_id.get((env, tfcells.cell_id(dict(cell, **{axis: right}))))
+                if other is None or (axis == "keras" and keras_why_not(
+                        (specs or {}).get(env), left, right, cell["mode"]) is not None):
+                    continue
                 out.append(Duet(env, cell, env, other, together=True))
     if settings.get("aa"):
         seen = set()
@@ -146,7 +196,6 @@ def plan_pairs(cells, settings):
                 seen.add((d.env, d.cell["mode"]))
                 out.append(Duet(d.env, d.cell, d.env, d.cell, together=True))
     return out
-
 
 def ordered(duets, replicates, seed, start=0):
     """[(duet, replicate)] in run order: replicate by replicate (from `start`), each drawn in its

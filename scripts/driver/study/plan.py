@@ -125,7 +125,8 @@ class StudyPlan:
         # planned, ordered and looked at twice as duets are (with duets' replicates)
         self.pair_settings = dict(config.get("pairs") or {})
         self._check_pairs()
-        self.pairs = [] if conda else duetplan.plan_pairs(self.cells, self.pair_settings)
+        self.pairs = [] if conda else duetplan.plan_pairs(self.cells, self.pair_settings,
+                                                               self.env_specs)
         self.timed_duets = self.duets + self.pairs
         self.duet_by_id = {(d.env, d.cell_id): d for d in self.timed_duets}
         self.duet_priority = duetplan.priorities(self.timed_duets, first, self.seed, most)
