@@ -139,31 +139,51 @@ def _window(step, seconds, min_calls, per, settle=3):
 
 
 def _mix(steps, seconds, block, per, settle=1):
-    """The cells of one process interleaved call by call: blocks of `block` timed calls of each
-    cell (after `settle` untimed calls of the block's cell), the cells in order and then in
-    reverse order (ABBA for two: a linear drift falls on all alike), for about `seconds` in all:
-    the samples per cell, per step. The cells then see the machine's state within tens of
-    milliseconds of each other, not within a window's quarter second."""
+    """The cells of one process interleaved call by call: a block of each cell (after `settle`
+    untimed calls of the block's cell), the cells in order and then in reverse order (ABBA for
+    two: a linear drift falls on all alike), for about `seconds` in all: the samples per cell,
+    per step. The cells then see the machine's state within tens of milliseconds of each other,
+    not within a window's quarter second.
+
+    `per`: each cell's steps per call (a number: the same for all). A block covers about the same
+    steps of every cell: max(block, the most steps of one call) steps, so a fit over an epoch of
+    50 steps (one call) meets 50 train_on_batch calls, not 4: blocks of equal calls would give
+    the long call 50 times the other's share of every machine state."""
     from tfspeed import timing
 
     clock = timing.clock
+    pers = list(per) if isinstance(per, (list, tuple)) else [per] * len(steps)
+    span = max([block] + [int(p) for p in pers])
+    calls = [max(1, int(round(span / float(p)))) for p in pers]
     samples = [[] for _ in steps]
     forward = list(range(len(steps)))
     end = clock() + seconds
     k = 0
     while True:
         for which in (forward if k % 4 in (0, 3) else forward[::-1]):
-            step = steps[which]
+            step, p = steps[which], float(pers[which])
             for _ in range(settle):
                 step()
-            for _ in range(block):
+            for _ in range(calls[which]):
                 t = clock()
                 step()
-                samples[which].append((clock() - t) / per)
+                samples[which].append((clock() - t) / p)
         k += 1
         if clock() >= end and k >= 2:
             return samples
 
+
+def cell_rule(rule_dict, cell):
+    """The stopping rule of one cell of a worker that holds several: the rule the study gives
+    (its left cell's), where only a fit over an epoch keeps `steps_per_call` (driver/study/
+    plan.py stop_rule): a fit_epoch cell beside a train_on_batch cell calls 50 steps at a time,
+    its partner one."""
+    from tfspeed import timing
+
+    values = dict(rule_dict)
+    if cell.get("api") != "fit_epoch":
+        values.pop("steps_per_call", None)
+    return timing.Rule(**values)
 
 def _kernel(seconds, size=128):
     """A fixed NumPy kernel (a size x size float32 matrix product), timed call by call for about
@@ -211,8 +231,9 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     most of a worker's start and times nothing) and builds and warms them up one after the
     other. Then:
       window S     time calls for about S seconds; reply `window` with the samples
-      mix S K      (cells in one process) all cells interleaved in blocks of K calls for
-                   about S seconds; reply `mix` with every cell's samples, in order
+      mix S K      (cells in one process) all cells interleaved in blocks of K steps (at
+                   least one call of each: _mix) for about S seconds; reply `mix` with every
+                   cell's samples per step, in order
       kernel S     time a fixed NumPy kernel for about S seconds (a covariate of the state of
                    the machine and of this process); reply `kernel` with the samples
       rebuild      a new model in this process (Keras' session cleared first): `ready` again
@@ -221,12 +242,11 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     comparison see the same state of the machine. With `partner` (--partner, a second cell of
     the same env) one worker holds both sides: it builds and warms up `cell`, then `partner`, in
     this one process (`ready` carries the partner's facts under "partner"), and `window S 1`
-    times the partner; both sides then share the process's own state as well as the machine's
-    (docs/design.md, "Pairs in one process")."""
-    from tfspeed import machine, timing
+    times the partner; each cell runs under its own rule (cell_rule: a fit over an epoch beside
+    a one-step API), its samples per step; both sides then share the process's own state as
+    well as the machine's (docs/design.md, "Pairs in one process")."""
+    from tfspeed import machine
 
-    rule = timing.Rule(**rule_dict)
-    per = float(rule.steps_per_call)
     import_s = None
     if wait_build:
         import_s = _preload(framework)
@@ -241,9 +261,11 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             os._exit(0)
     partners = ([partner] if isinstance(partner, dict) else list(partner or []))
     cells = [cell] + partners
+    rules = [cell_rule(rule_dict, c) for c in cells]  # each cell's own steps per call
+    pers = [float(r.steps_per_call) for r in rules]
 
     def build_all():
-        built = [_build(c, rule, framework) for c in cells]
+        built = [_build(c, r, framework) for c, r in zip(cells, rules)]
         facts = dict(built[0][1])
         if partners:
             facts["partner"] = built[1][1]
@@ -262,12 +284,12 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             which = int(words[2]) if len(words) > 2 else 0
             meter = machine.CpuWindow()  # this worker's own session: the rest is foreign
             meter.start()
-            samples = _window(prepared[which].step, float(words[1]), 5, per)
+            samples = _window(prepared[which].step, float(words[1]), 5, pers[which])
             _reply("window", {"samples_s": samples, "cpu": meter.stop()})
         elif words[0] == "mix":  # one cell or more (one: plain blocks of calls)
             meter = machine.CpuWindow()
             meter.start()
-            both = _mix([p.step for p in prepared], float(words[1]), int(words[2]), per)
+            both = _mix([p.step for p in prepared], float(words[1]), int(words[2]), pers)
             _reply("mix", {"samples_s": both, "cpu": meter.stop()})
         elif words[0] == "kernel":
             _reply("kernel", {"samples_s": _kernel(float(words[1]))})
