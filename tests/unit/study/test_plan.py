@@ -28,6 +28,7 @@ DRY_RUN = {
     "presets/own_model.yaml": (126, 0, 6),
     "presets/own_model_python.yaml": (231, 0, 5),
     "presets/pairs.yaml": (60, 96, 2),
+    "presets/paired.yaml": (477, 496, 27),
     "presets/seed_full.yaml": (960, 48, 5),
     "presets/seed_large.yaml": (96, 36, 3),
     "presets/seed_systems.yaml": (621, 216, 27),
