@@ -12,6 +12,7 @@ from driver.report import split
 from driver.report.answer import row_kind
 from driver.report.fmt import cell, fmt_ms, fmt_num, fold_constants, is_true, num, records, text
 from driver.report.releases import descriptive, duet_answer, duet_answers
+from driver.report.sections.pairs import mark_paired
 from driver.report.views import column
 from driver.stats.verdicts import words
 from tfspeed.cells import AXES
@@ -23,7 +24,8 @@ ANSWERED = {"graph_vs_eager": ("duets_graph_vs_eager", "graph")}
 
 
 def build(data) -> dict:
-    return {"groups": mark_answered(split.split_views(data.tabs), data.tabs),
+    return {"groups": mark_paired(mark_answered(split.split_views(data.tabs), data.tabs),
+                                  data.tabs),
             "best": split.best_vs_best(data.table("frameworks_best"), data.min_effect),
             "seed": seedtable.seed_blocks(data.cells, data.tabs, data.reference_env, data.order),
             "cells": cells_table(data.cells)}
