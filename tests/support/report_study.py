@@ -16,7 +16,8 @@ from driver.tables import aggregate as tab
 from driver.tables.registry import NAMES
 
 REPO = Path(__file__).resolve().parents[2]
-SECTION_IDS = [s for s, _ in report.SECTIONS]
+# the sections every study has (an OPTIONAL one, the own model's answer, only some)
+SECTION_IDS = [m.ID for m in report.MODULES if not getattr(m, "OPTIONAL", False)]
 TEMPLATE = REPO / "report" / "template.html.j2"
 XSS = "<script>alert(1)</script>"
 ENVS = {"tf1.14": "1.14.0", "tf2.3": "2.3.4", "tf2.21": "2.21.0"}

@@ -1,6 +1,7 @@
 """Formatting for people: numbers as the report writes them (ms, %, ratios, p-values), tolerant
 of missing values, and the table cells the template renders."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -165,23 +166,43 @@ def of_machine(df: pd.DataFrame, key: str) -> pd.DataFrame:
     return df[df["machine"].map(text) == key]
 
 
+# what a CPU model string says that a reader does not need
+CPU_NOISE = re.compile(r"\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", re.I)
+
+
+def cores_of(key: str, facts: dict | None = None) -> int | None:
+    """A machine's logical cores: its facts' cpu_count, else its key's '<n>c' part."""
+    n = (facts or {}).get("cpu_count")
+    if n:
+        return int(n)
+    found = re.search(r"-(\d+)c(?:-|$)", key or "")
+    return int(found.group(1)) if found else None
+
+
 def machine_names(keys, facts: dict | None = None, cells: pd.DataFrame | None = None) -> dict:
-    """A machine in plain words per key: its CPU model and cores from the machine facts
-    (driver/tables/facts.py), else the CPU model that the cells recorded, else the key; two
-    machines that would read alike keep their key's hash to tell them apart."""
+    """{key: '2-core AMD EPYC'}: each machine in plain words, the one naming of the whole report:
+    its CPU model (the machine facts', driver/tables/facts.py, else the one the cells recorded)
+    and cores; two machines of one name are told apart by a number ('2-core Intel Xeon no. 2',
+    in key order); a machine with no CPU model keeps its key."""
     facts = facts or {}
-    names = {}
-    for key in keys:
-        f = facts.get(key) or {}
-        model = text(f.get("cpu_model"))
+    out = {}
+    for key in sorted(k for k in keys if k):
+        model = text((facts.get(key) or {}).get("cpu_model"))
         if not model and cells is not None and len(cells) and {"machine", "cpu_model"} <= set(
                 cells.columns):
             found = cells.loc[cells["machine"].map(text) == key, "cpu_model"].dropna()
-            model = text(found.iloc[0]) if len(found) else ""
-        model = " ".join(model.replace("(R)", "").replace("(TM)", "").split())
-        cores = num(f.get("cpu_count"))
-        names[key] = (f"{model}, {int(cores)} cores" if model and math.isfinite(cores)
-                      else model or key)
-    seen = [n for n in names.values()]
-    return {k: (f"{n} ({k.rsplit('-', 1)[-1]})" if seen.count(n) > 1 and n != k else n)
-            for k, n in names.items()}
+            model = text(found.mode().iloc[0]) if len(found) else ""
+        model = " ".join(CPU_NOISE.sub(" ", model).split())
+        if not model:
+            out[key] = key
+            continue
+        n = cores_of(key, facts.get(key))
+        out[key] = f"{n}-core {model}" if n else model
+    seen: dict = {}
+    for key in sorted(out):
+        seen.setdefault(out[key], []).append(key)
+    for name, same in seen.items():
+        if len(same) > 1:
+            for i, key in enumerate(same, 1):
+                out[key] = f"{name} no. {i}"
+    return out

@@ -18,7 +18,6 @@ TF 2's default, where Keras compiles the train step with tf.function unless `run
 and *function* is a custom training step the user wraps in `@tf.function` (a mode of its own,
 never in the answer's training rows)."""
 import math
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,7 +25,8 @@ import pandas as pd
 
 from driver.report.answer import headline_rows, like_for_like, norm_verdict
 from driver.report.bottom_line import HEADLINE_API, duet_rows
-from driver.report.fmt import col, num, records, text, version_key
+from driver.report.fmt import col, cores_of, num, records, text, version_key
+from driver.report.fmt import machine_names as fmt_machine_names
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER
 from driver.study import layout
 
@@ -351,43 +351,9 @@ def claims(tabs: dict, margin: float, reference: str, names: dict | None = None)
 # ---------------------------------------------------------------------------------------------
 # The machines in plain words
 
-CPU_NOISE = re.compile(r"\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", re.I)
-
-
-def cores_of(key: str, facts: dict | None = None) -> int | None:
-    """A machine's logical cores: its facts' cpu_count, else its key's '<n>c' part."""
-    n = (facts or {}).get("cpu_count")
-    if n:
-        return int(n)
-    found = re.search(r"-(\d+)c(?:-|$)", key or "")
-    return int(found.group(1)) if found else None
-
-
 def machine_names(cells: pd.DataFrame | None, facts: dict, keys) -> dict:
-    """{key: '2-core AMD EPYC'}: each machine's CPU model (facts.json's, else cells.csv's
-    cpu_model) and cores, in plain words; two machines of one name are told apart by a number
-    ('2-core Intel Xeon no. 2', in key order); a machine with no CPU model keeps its key."""
-    facts = facts or {}
-    out = {}
-    for key in sorted(k for k in keys if k):
-        model = text((facts.get(key) or {}).get("cpu_model"))
-        if not model and cells is not None and not cells.empty and "cpu_model" in cells.columns:
-            found = cells.loc[col(cells, "machine").map(text) == key, "cpu_model"].dropna()
-            model = text(found.mode().iloc[0]) if len(found) else ""
-        model = " ".join(CPU_NOISE.sub(" ", model).split())
-        if not model:
-            out[key] = key
-            continue
-        n = cores_of(key, facts.get(key))
-        out[key] = f"{n}-core {model}" if n else model
-    seen: dict = {}
-    for key in sorted(out):
-        seen.setdefault(out[key], []).append(key)
-    for name, same in seen.items():
-        if len(same) > 1:
-            for i, key in enumerate(same, 1):
-                out[key] = f"{name} no. {i}"
-    return out
+    """{key: '2-core AMD EPYC'}: fmt.machine_names, the report's one naming of machines."""
+    return fmt_machine_names(keys, facts, cells)
 
 
 def cpus_text(keys, facts: dict | None = None) -> str:

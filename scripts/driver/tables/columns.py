@@ -40,6 +40,9 @@ COLUMNS = {c.name: c for c in [
          "in that table's axis only); empty in duets and in A/A rows."),
         ("model", "The model (axis)."), ("data", "The data size (axis)."),
         ("status", "ok, failed or skipped."), ("reason", "Why a cell failed or was skipped."),
+        ("source", "duets_graph_vs_eager: duet (the reference's own row, timed across modes) or "
+         "derived (a version's graph and eager rows against the reference, and the reference's "
+         "row)."),
         ("numpy_version", "NumPy's version in the env."),
         ("optimizer", "The optimizer's class."), ("cpu_model", "The machine's CPU."),
         ("gpu", "The machine's GPUs."), ("started_utc", "When the process started (ISO 8601)."),

@@ -27,7 +27,7 @@ from driver.tables import bundle
 AMD, INTEL = "amd-epyc-2c-aaaa1111", "intel-xeon-2c-bbbb2222"
 FACTS = {AMD: {"cpu_model": "AMD EPYC", "cpu_count": 2},
          INTEL: {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 4}}
-NAMES = {AMD: "AMD EPYC, 2 cores", INTEL: "Intel Xeon Processor, 4 cores"}
+NAMES = {AMD: "2-core AMD EPYC", INTEL: "4-core Intel Xeon"}
 # eager tf.keras train_on_batch per machine (ms): TF 1.14, TF 1.15, TF 2.0. A cross-machine ratio
 # (the old code's: the first TF 1.14 row against every machine's TF 1.15) is a different number.
 STEP_MS = {AMD: (7.0, 24.5, 30.0), INTEL: (5.0, 6.0, 9.0)}
@@ -100,7 +100,7 @@ def test_every_line_is_one_machines_and_names_it_in_plain_words():
         assert AMD not in line["what"] and INTEL not in line["what"]
     # without the facts: the CPU model the cells recorded
     assert machine_names([AMD, INTEL], None, _cells()) == {
-        AMD: "AMD EPYC", INTEL: "Intel Xeon Processor"}
+        AMD: "2-core AMD EPYC", INTEL: "2-core Intel Xeon"}
     assert machine_names([AMD], None, None) == {AMD: AMD}
 
 

@@ -151,3 +151,15 @@ def test_two_looks_each_row_is_judged_under_its_version_rows_design():
         half = critical(design, r["df"], 1 - r["ci_level"]) * r["se_log"]
         assert r["ratio_ci_high"] == pytest.approx(math.exp(r["log_ratio"] + half))
     assert out.loc["tf2.2", "df"] == 3 and out.loc["tf1.14", "df"] == 7
+
+
+def test_the_table_reads_back_with_its_types(tmp_path):
+    """Written and read as the report reads it (bundle's declared types): `source` stays text
+    (a run's report once failed on it, read as a number)."""
+    from driver.tables import bundle
+
+    out = table(duet_records(ROWS, sd=0.03, n=5, seed=3) + reference_records(-0.5, n=10))
+    bundle.write_table(out, tmp_path / "duets_graph_vs_eager.csv")
+    back = bundle.read_table(tmp_path / "duets_graph_vs_eager.csv")
+    assert set(back["source"]) == {"duet", "derived"}
+    assert back["ratio"].dtype.kind == "f"
