@@ -326,13 +326,21 @@ def rules(guidance: pd.DataFrame, cells: pd.DataFrame | None = None,
     return out
 
 
-def call_vs_predict(table: pd.DataFrame) -> dict | None:
+def call_vs_predict(table: pd.DataFrame, names: dict | None = None) -> dict | None:
     """Call the model (model(x), or tf.function around it) rather than predict() on small
-    batches: per mode, predict()'s time over the call's with its intervals, the versions where
-    the call is faster (the table's verdict) as one range and the versions decided the other way
-    as exceptions. None without call-vs-predict rows."""
+    batches: per machine and mode, predict()'s time over the call's with its intervals, the
+    versions where the call is faster (the table's verdict) as one range and the versions
+    decided the other way as exceptions; each entry names its machine (`names`: key -> plain
+    words) when the table holds several. None without call-vs-predict rows."""
     if table is None or table.empty:
         return None
+    keys = sorted({text(m) for m in table["machine"]} - {""}) if "machine" in table else [""]
+    if len(keys) > 1:
+        found = [dict(m, machine=(names or {}).get(k, k))
+                 for k in keys
+                 for m in (call_vs_predict(table[table["machine"].map(text) == k]) or {}).get(
+                     "modes", [])]
+        return {"modes": found} if found else None
     modes: dict = {}
     for r in records(table):
         la, ra = text(r.get("left_api")), text(r.get("right_api"))

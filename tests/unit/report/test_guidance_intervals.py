@@ -130,3 +130,18 @@ def test_call_vs_predict_rule_present_with_rows_and_absent_without():
     # no call-vs-predict pair: no rule
     assert guidance.call_vs_predict(pd.DataFrame([_cvp("2.0.4", "eager", 0.5, verdicts.LEFT_FASTER,
                                                        "call", "predict_on_batch")])) is None
+
+
+def test_call_vs_predict_of_two_machines_is_each_machines_own():
+    """Two machines of one table: each machine's versions and ratios, named (the old rule let
+    the second machine's rows overwrite the first's, unnamed)."""
+    amd = [dict(_cvp("2.0.4", "eager", 1 / 6.2, verdicts.LEFT_FASTER), machine="amd-epyc-2c-a"),
+           dict(_cvp("2.15.1", "graph", 1 / 1.03, verdicts.INCONCLUSIVE), machine="amd-epyc-2c-a")]
+    intel = [dict(_cvp("2.0.4", "eager", 1 / 10.9, verdicts.LEFT_FASTER), machine="intel-xeon-2c-b"),
+             dict(_cvp("2.15.1", "graph", 1 / 1.3, verdicts.LEFT_FASTER), machine="intel-xeon-2c-b")]
+    rule = guidance.call_vs_predict(pd.DataFrame(amd + intel),
+                                    {"amd-epyc-2c-a": "2-core AMD EPYC",
+                                     "intel-xeon-2c-b": "2-core Intel Xeon"})
+    got = [(m["machine"], m["mode"], m["ratio"][:5]) for m in rule["modes"]]
+    assert got == [("2-core AMD EPYC", "eager", "6.20x"), ("2-core Intel Xeon", "eager", "10.90"),
+                   ("2-core Intel Xeon", "graph", "1.30x")]

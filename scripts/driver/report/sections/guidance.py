@@ -11,7 +11,7 @@ import pandas as pd
 from driver.report import guidance as rules_of
 from driver.report import source_claims as seedcheck
 from driver.report.claims import claims
-from driver.report.fmt import cell, fmt_ms, fold_constants, num, records, text
+from driver.report.fmt import cell, col, fmt_ms, fold_constants, machine_names, num, records, text
 from driver.tables import labels, summaries
 
 ID, TITLE, ORDER = "guidance", "Which configuration", 20
@@ -38,7 +38,9 @@ def build(data) -> dict:
     artefact = [r for r in machine if r["kind"] == "DONT" and ARTEFACT in r["text"]]
     return {"today": today, "today_range": rules_of.scope_range(current),
             "blocks": blocks, "switch": rules_of.switch_lines(blocks + today),
-            "predict": rules_of.call_vs_predict(data.table("call_vs_predict")),
+            "predict": rules_of.call_vs_predict(data.table("call_vs_predict"), machine_names(
+                set(col(data.table("call_vs_predict"), "machine").map(text)) - {""},
+                data.machine_facts, data.cells)),
             "seed": seedcheck.seed_checks(data.tabs, data.cells),
             "rules": [r for r in machine if r not in artefact], "artefact": artefact,
             "rules_machines": len({r.get("machine") for r in machine} - {""}),
