@@ -65,9 +65,9 @@ def keras_why_not(spec, left, right, mode):
       mode standalone Keras 2.2 has: each keeps its own session on TF's one default graph);
     - Keras 3 and tf_keras from TF 2.16: yes (tried in TF 2.21, eager: two packages with their
       own state over one TF runtime; Keras 3 has no graph mode, so there is no graph pair);
-    - standalone Keras 2.3.1 and tf.keras on TF 2.x (TF 2.0): no pair. Both set TF's global
-      state (Keras 2.3.1 its own v1 graph and learning phase beside tf.keras' in an eager
-      process) and no env at hand has tried them in one process; the cells answer that row;
+    - standalone Keras 2.3.1 and tf.keras on TF 2.x (TF 2.0): no pair. Both keep global state
+      in TF (graphs, sessions, the learning phase), and they have not been tried in one process
+      (no TF 2.0 env was at hand); the cells answer that row until a run shows they can;
     - tensorflow.python.keras and tf.keras: on TF 1.x (tried in TF 1.14, graph and eager); on
       TF 2.x before 2.6 in graph mode only (in TF 2.0 the private copy's train_on_batch fails in
       eager mode as a fresh cell too); from TF 2.6, where tf.keras is the keras package, none
