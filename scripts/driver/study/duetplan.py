@@ -70,9 +70,9 @@ def keras_why_not(spec, left, right, mode):
       (no TF 2.0 env was at hand); the cells answer that row until a run shows they can;
     - tensorflow.python.keras and tf.keras: on TF 1.x (tried in TF 1.14, graph and eager); on
       TF 2.x before 2.6 in graph mode only (in TF 2.0 the private copy's train_on_batch fails in
-      eager mode as a fresh cell too); from TF 2.6, where tf.keras is the keras package, none
-      (in TF 2.15 the private copy has no optimizers.Adam: its cell is skipped, so a pair's
-      worker could never build it).
+      eager mode as a fresh cell too); none from TF 2.6, where tf.keras became the keras
+      package and the private copy a leftover (measured in TF 2.15 only: it has no
+      optimizers.Adam, its cell is skipped, so a pair's worker could never build it).
     """
     if spec is None or spec.get("framework") != "tensorflow":
         return "no TensorFlow env facts: which Keras can share a process is unknown"
@@ -85,9 +85,10 @@ def keras_why_not(spec, left, right, mode):
     if (left, right) == ("tf.python.keras", "tf.keras"):
         if tfv < (2, 0) or (tfv < (2, 6) and mode == "graph"):
             return None
-        return ("tensorflow.python.keras fails in eager mode on TF 2.0 and is unusable from "
-                "TF 2.6 on (2.15: no optimizers.Adam)")
+        return ("tensorflow.python.keras fails in eager mode on TF 2.0 and is not planned "
+                "from TF 2.6 on (2.15's has no optimizers.Adam)")
     return "%s vs %s is not a pair of keras_vs_tfkeras" % (left, right)
+
 
 class Duet(NamedTuple):
     env: str  # the TF 2.x env (the left side of every comparison)
