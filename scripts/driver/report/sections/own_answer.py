@@ -15,7 +15,7 @@ import pandas as pd
 from driver.stats.verdicts import EQUIVALENT, INCONCLUSIVE, LEFT_FASTER, RIGHT_FASTER
 from tfspeed.cells import task as task_of
 
-ID, TITLE, ORDER = "own_answer", "Your model", 15  # after the answer (verdict, 10)
+ID, TITLE, ORDER = "own_answer", "Your model", 10.5  # right after the answer (verdict, 10)
 OPTIONAL = True
 
 TASKS = {"train": "train", "infer": "predict with"}
