@@ -357,10 +357,11 @@ def write_readme(docs, readme=None) -> bool | None:
     import readme_answer
 
     from driver.report import readme_block
+    from driver.tables.results import Results
 
     readme = Path(readme) if readme else Path(docs).resolve().parent / "README.md"
     if not readme.is_file() or readme_block.BEGIN not in readme.read_text(encoding="utf-8") \
-            or not (Path(docs) / "tables" / "cells.csv").is_file():
+            or not Results(Path(docs) / "tables").has_cells():
         return None
     return readme_block.write(readme, Path(docs) / "tables",
                               readme_answer.published_margin(docs))

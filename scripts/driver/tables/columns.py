@@ -197,6 +197,18 @@ COLUMNS = {c.name: c for c in [
         ("look1_log_ratio", "The mean log ratio of the first look's duets alone (the first "
          "n_look1 replicates): the health check sets the second look against it."),
         ("look1_sd_log", "The spread of the first look's log ratios."),
+        ("graph_n", "duets_graph_vs_eager: duets behind the version's graph-mode row."),
+        ("eager_n", "duets_graph_vs_eager: duets behind the version's eager-mode row."),
+        ("reference_n", "duets_graph_vs_eager: duets behind the reference's graph-vs-eager "
+         "row."),
+        ("graph_ratio", "duets_graph_vs_eager: the version's graph-mode duet ratio to the "
+         "reference."),
+        ("eager_ratio", "duets_graph_vs_eager: the version's eager-mode duet ratio to the "
+         "reference."),
+        ("reference_ratio", "duets_graph_vs_eager: the reference's graph over its eager time, "
+         "from its own duets."),
+        ("df_welch", "duets_graph_vs_eager: Welch-Satterthwaite's degrees of freedom, beside "
+         "the smallest row's (df) that the row uses."),
         ("tost_ci_low", "The equivalence test's interval, lower end (at tost_level): the row "
          "is equivalent exactly when this interval lies inside 1 +- min_effect."),
         ("tost_ci_high", "Its upper end."),
