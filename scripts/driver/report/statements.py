@@ -301,6 +301,16 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
         return Claim("inference", machine, label, "", "not measured in this study (no model(x) "
                      "against predict() rows: add the apis call and predict to a grid).",
                      "nodata", ())
+    # TensorFlow's own model(x) against predict() (the envs whose cells say tensorflow, where
+    # the cells are at hand; a Keras 3 env on JAX or torch is not a TF version)
+    cells = tabs.get("cells")
+    if cells is not None and not cells.empty and {"env", "framework"} <= set(cells.columns):
+        tf_envs = set(cells.loc[col(cells, "framework").map(text) == "tensorflow", "env"]
+                      .map(text))
+        cvp = cvp[col(cvp, "env").map(text).isin(tf_envs)]
+    if {"left_api", "right_api"} <= set(cvp.columns):
+        apis = col(cvp, "left_api").map(text) + "/" + col(cvp, "right_api").map(text)
+        cvp = cvp[apis.isin(["call/predict", "predict/call"])]
     parts, groups = [], []
     flip = {LEFT_FASTER: RIGHT_FASTER, RIGHT_FASTER: LEFT_FASTER}
     for mode, name in INFERENCE_MODES:

@@ -258,3 +258,20 @@ def test_each_machine_with_its_own_run():
     assert all(r["line"] == "" for r in got)  # not the pooled 7 h 17 min
     one = machine_runs(SimpleNamespace(study={"run": pooled}), {"a": "2-core AMD EPYC"})
     assert one[0]["line"] == "over 7 h 17 min at commit eeeeeee"
+
+
+def test_inference_counts_tensorflows_call_against_predict_only():
+    """A Keras 3 env on JAX (its framework version is JAX's) and another API pair in the table
+    are not TF versions of the inference answer (a quick run once read 'TF 0.10.2–2.21.0')."""
+    jax = dict(cvp("keras3-jax", "0.10.2", "eager", 0.5, 0.45, 0.55, "left_faster"))
+    other = dict(cvp("tf2.0", "2.0.4", "eager", 0.9, 0.85, 0.95, "left_faster"),
+                 right_api="predict_on_batch")
+    cells = pd.DataFrame({"env": ["tf1.14", "tf2.0", "tf2.15", "keras3-jax"],
+                          "framework": ["tensorflow"] * 3 + ["jax"]})
+    table = pd.concat([CVP, pd.DataFrame([jax, other])], ignore_index=True)
+    out = by_id(questions({"duets": duets_table(), "call_vs_predict": table, "cells": cells},
+                          0.10, "TF 1.14.0"))
+    plain = by_id(questions({"duets": duets_table(), "call_vs_predict": CVP}, 0.10,
+                            "TF 1.14.0"))
+    assert out["inference"]["text"] == plain["inference"]["text"]
+    assert "0.10.2" not in out["inference"]["text"]
