@@ -43,10 +43,14 @@ def check_report(docs: Path) -> None:
     tabs = bundle.read_tables(sorted(glob.glob(str(tables / "*.csv"))))
     runs = republish.newest_per_machine(republish.find_runs(docs / "data"))
     config = max(runs, key=lambda r: (str(r.get("ended_utc")), r["run_id"]))["config"]
-    bottom = bottom_line(tabs, tabs["cells"], config.get("reference_env", "tf1.14"))
+    # the machines named as the page names them: from the published machine facts
+    named = json.loads((tables / "facts.json").read_text(encoding="utf-8")).get("machines")
+    bottom = bottom_line(tabs, tabs["cells"], config.get("reference_env", "tf1.14"),
+                         facts=named)
     assert bottom["lines"], "no bottom line from the published tables"
     first = html[:html.index('<section id="machines"')]
-    asked = questions(tabs, float(config.get("min_effect", 0.10)), bottom["reference"])["items"]
+    asked = questions(tabs, float(config.get("min_effect", 0.10)), bottom["reference"],
+                      facts=named)["items"]
     claims = [{"what": q["label"], "text": ln["text"]} for q in asked for ln in q["lines"]]
     for line in claims + more_lines(bottom):
         # the answer and the rest of the bottom line, near the top, as the tables give them
