@@ -45,10 +45,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from driver.stats import verdicts
 from driver.study import layout
 from driver.tables.duets import design_of, tost_p
-from driver.tables.machines_compared import welch_intervals
+from driver.tables.duets_releases import judged
 from driver.tables.ordering import env_sort_key
 
 log = logging.getLogger("tfspeed.aggregate")
@@ -132,19 +131,4 @@ def duets_graph_vs_eager_table(duets: pd.DataFrame, modes: pd.DataFrame, q: floa
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.DataFrame(rows)
-    got = welch_intervals(out["log_ratio"].to_numpy(float), out["se_log"].to_numpy(float),
-                          out["df"].to_numpy(float), out["p"].to_numpy(float), q,
-                          alpha_equivalence, designs=list(out.pop("_design")),
-                          p_eq=out["p_equivalent"].to_numpy(float))
-    out["p"], out["p_equivalent"] = got["p"], got["p_equivalent"]
-    out["ratio"] = np.exp(out["log_ratio"].to_numpy(float))
-    out["p_adjusted"], out["ci_level"] = got["p_adjusted"], got["ci_level"]
-    out["ratio_ci_low"], out["ratio_ci_high"] = got["ci_low"], got["ci_high"]
-    out["tost_ci_low"], out["tost_ci_high"] = got["tost_ci_low"], got["tost_ci_high"]
-    out["tost_level"] = 1 - 2 * alpha_equivalence
-    out["bound_pct"] = 100.0 * np.expm1(np.abs(out["log_ratio"].to_numpy(float))
-                                        + got["tost_half"])
-    out["verdict"] = [verdicts.verdict(lo, hi, pa, q, min_effect, pe, alpha_equivalence)
-                      for lo, hi, pa, pe in zip(out["ratio_ci_low"], out["ratio_ci_high"],
-                                                out["p_adjusted"], out["p_equivalent"])]
-    return out[COLUMNS]
+    return judged(out, q, min_effect, alpha_equivalence)[COLUMNS]

@@ -95,6 +95,15 @@ def duets_releases_table(duets: pd.DataFrame, q: float = 0.05, min_effect: float
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.DataFrame(rows)
+    return judged(out, q, min_effect, alpha_equivalence)[COLUMNS]
+
+
+def judged(out: pd.DataFrame, q: float, min_effect: float,
+           alpha_equivalence: float) -> pd.DataFrame:
+    """Derived rows (log_ratio, se_log, df, p, p_equivalent and each row's two-look `_design`)
+    judged as the duets' tables are: sequential p-values under each row's design, BH over the
+    rows at q, the tested interval, TOST at 1 +- min_effect and the study's verdicts
+    (machines_compared.welch_intervals). Shared by duets_releases and duets_graph_vs_eager."""
     got = welch_intervals(out["log_ratio"].to_numpy(float), out["se_log"].to_numpy(float),
                           out["df"].to_numpy(float), out["p"].to_numpy(float), q,
                           alpha_equivalence, designs=list(out.pop("_design")),
@@ -110,4 +119,4 @@ def duets_releases_table(duets: pd.DataFrame, q: float = 0.05, min_effect: float
     out["verdict"] = [verdicts.verdict(lo, hi, pa, q, min_effect, pe, alpha_equivalence)
                       for lo, hi, pa, pe in zip(out["ratio_ci_low"], out["ratio_ci_high"],
                                                 out["p_adjusted"], out["p_equivalent"])]
-    return out[COLUMNS]
+    return out
