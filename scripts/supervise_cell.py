@@ -28,6 +28,7 @@ from driver.study import (
     record,  # noqa: E402
 )
 from driver.study.duet import cell_env  # noqa: E402
+from driver.study.forkserver import helpers_dir, stop_helpers  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import machine, models, usermodels  # noqa: E402
 from tfspeed.machine import WINDOW_END, WINDOW_START  # noqa: E402
@@ -254,6 +255,10 @@ def supervise(args):
     print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
         args.env, rec["cell_id"], args.repeat), flush=True)
     with machine_lock(args.lock):
+        # no duet's fork helper holds memory (or wakes) while a cell times: each is asked to exit
+        stopped = stop_helpers(helpers_dir(args.out, args.machine))
+        if stopped:
+            print("[tfspeed] stopped the duets' fork helpers %s" % stopped, flush=True)
         prov["load_before"] = provenance.load_average()
         t0 = time.monotonic()
         meter = OrchestratorMeter()

@@ -5,7 +5,10 @@ side (scripts/run_cell.py --serve in each env's Python: the reference env's cell
 env's), and alternates their timed windows (driver/study/duet.py). A pair in one process (the
 design says `together`; config `pairs`) starts one worker that builds both cells, the right side
 first in even replicates and the left side first in odd ones, and interleaves them call by call
-for the duet's timed seconds (duet.start_together with mix_block). A crash, a hang past
+for the duet's timed seconds (duet.start_together with mix_block). With the design's
+`workers: fork` (config duets.workers) each worker is a child forked from its env's fork helper
+(driver/study/forkserver.py), which this duet finds or starts; a worker that cannot be forked is
+a fresh process, and the file says per side which it got (`workers`). A crash, a hang past
 `--timeout-s` or a protocol error becomes a `failed` duet file with the reason and the log tail,
 so a failing duet never stops the study; the file is written atomically.
 """
@@ -22,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from supervise_cell import worker_scratch  # noqa: E402
 
-from driver.study import duet, layout, probe, provenance  # noqa: E402
+from driver.study import duet, forkserver, layout, probe, provenance  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import machine  # noqa: E402
 from tfspeed.atomic import write_json  # noqa: E402
@@ -52,7 +55,19 @@ def summarize(windows):
             "left_samples": len(left), "right_samples": len(right)}
 
 
-def run_sides(left, right, args, design, log):
+def spawner(args, design):
+    """The duet's way of making workers: children of the envs' fork helpers with the design's
+    `workers: fork` (config duets.workers; a design without the key: fresh), else None (fresh
+    processes)."""
+    if design.get("workers", "fresh") != "fork":
+        return None
+    owner = (forkserver.process_token(args.owner_pid) if args.owner_pid
+             else forkserver.snakemake_owner())
+    return forkserver.ForkSpawner(forkserver.helpers_dir(args.out, args.machine), owner=owner,
+                                  idle_s=args.helper_idle_s)
+
+
+def run_sides(left, right, args, design, log, spawn=None):
     """(record, workers) of a duet, or of a pair in one process when the design says
     `together` (side a = right, side b = left, as in a duet)."""
     sides = {"a": right, "b": left}
@@ -60,9 +75,9 @@ def run_sides(left, right, args, design, log):
         first = "a" if args.replicate % 2 == 0 else "b"  # the build order alternates
         return duet.start_together(sides, args.window_s, args.windows, first=first,
                                    timeout_s=args.timeout_s, log=log, memory_mb=args.memory_mb,
-                                   mix_block=int(design.get("mix_block", 4)))
+                                   mix_block=int(design.get("mix_block", 4)), spawn=spawn)
     return duet.start_pair(sides, args.window_s, args.windows, timeout_s=args.timeout_s,
-                           log=log, memory_mb=args.memory_mb)
+                           log=log, memory_mb=args.memory_mb, spawn=spawn)
 
 
 def supervise(args):
@@ -114,14 +129,19 @@ def supervise(args):
         rec["load_before"] = provenance.load_average()
         procs_before = machine.process_cpu()
         workers = {}
+        spawn = spawner(args, design)
         # the workers' temp files (autograph's among them) go to a folder of this duet's, removed after
         with worker_scratch(args.out, args.machine, left["env"], right["env"]):
             try:
                 # side a = the reference (right), side b = the TF 2.x env (left); a starts first
-                out, workers = run_sides(left, right, args, design, Log())
+                out, workers = run_sides(left, right, args, design, Log(), spawn)
                 rec.update(status="ok", ready={"left": out["ready"]["b"], "right": out["ready"]["a"]},
                            left_windows_s=out["windows"]["b"], right_windows_s=out["windows"]["a"],
                            alternation_s=out["alternation_s"])
+                # per side: forked (by which helper, after how many children) or fresh
+                rec["workers"] = {name: dict(getattr(getattr(workers[s], "worker", workers[s]),
+                                                     "origin", {"forked": False}))
+                                  for name, s in (("left", "b"), ("right", "a"))}
                 if together:
                     rec["built_first"] = {"a": "right", "b": "left"}[out["built_first"]]
                 rec.update(summarize(out["windows"]))
@@ -136,7 +156,8 @@ def supervise(args):
                 # workers left out): names what the meter flags
                 rec["foreign_processes"] = machine.top_consumers(
                     procs_before, machine.process_cpu(),
-                    exclude_groups={getattr(w, "worker", w).proc.pid for w in workers.values()})
+                    exclude_groups={getattr(w, "worker", w).proc.pid for w in workers.values()}
+                    | (spawn.helper_pids() if spawn is not None else set()))
             except Exception as exc:  # any failure is this duet's, written down, never the study's
                 rec.update(status="failed", reason="%s: %s" % (type(exc).__name__, exc),
                            log_tail="\n".join(tail))
@@ -175,6 +196,11 @@ def main(argv=None):
                         help="flag the duet when other processes used more CPU (cores) while it "
                              "timed (config foreign_cpu_max_share)")
     parser.add_argument("--lock", default=None)
+    parser.add_argument("--owner-pid", type=int, default=None,
+                        help="with workers: fork, the process the fork helpers outlive no longer "
+                             "than (default: the Snakemake process above this one)")
+    parser.add_argument("--helper-idle-s", type=float, default=forkserver.IDLE_S,
+                        help="a fork helper this duet starts exits after this long idle")
     parser.add_argument("--out", required=True)
     supervise(parser.parse_args(argv))
 

@@ -43,23 +43,34 @@ class WorkerError(RuntimeError):
     """A worker died, timed out or answered something else than the protocol expects."""
 
 
+def fresh_spawn(python, run_cell, args, env, prefix=()):
+    """A fresh worker process: the env's Python running run_cell.py with `args`, in a session
+    of its own (its process group is what the meters and the memory police read). Its `origin`
+    says how it was made (a fork helper's workers say forked: driver/study/forkserver.py)."""
+    proc = subprocess.Popen(list(prefix) + [python, run_cell] + list(args), env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc.origin = {"forked": False}
+    return proc
+
+
 class Worker(object):
-    """One side of a duet: a fresh process of the env's Python running run_cell.py --serve."""
+    """One side of a duet: a process of the env's Python running run_cell.py --serve, fresh
+    (fresh_spawn) or forked from the env's fork helper (`spawn`: a forkserver.ForkSpawner)."""
 
     def __init__(self, python, run_cell, cell, rule, framework, env, timeout_s=600, log=None,
-                 memory_mb=0, prefix=(), wait_build=False, partner=None, extra=()):
+                 memory_mb=0, prefix=(), wait_build=False, partner=None, extra=(), spawn=None):
         self.cell, self.timeout_s, self.log = cell, timeout_s, log
         self.memory_mb, self.peak_rss_mb, self._scanned = memory_mb, 0.0, 0.0
-        cmd = list(prefix) + [python, run_cell, "--serve", "--cell", json.dumps(cell, sort_keys=True),
-               "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
-               "--foreign-cpu-max-share", "1"] + (["--wait-build"] if wait_build else [])
+        args = ["--serve", "--cell", json.dumps(cell, sort_keys=True),
+                "--rule", json.dumps(rule, sort_keys=True), "--framework", framework,
+                "--foreign-cpu-max-share", "1"] + (["--wait-build"] if wait_build else [])
         # more cells in this same process (run_cell.py serve): the partner, then `extra`
         for other in ([partner] if partner is not None else []) + list(extra):
-            cmd += ["--partner", json.dumps(other, sort_keys=True)]
+            args += ["--partner", json.dumps(other, sort_keys=True)]
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = (spawn or fresh_spawn)(python, run_cell, args, env, prefix)
+        self.origin = getattr(self.proc, "origin", {"forked": False})
         self.tail = []
         # each timed window's CPU meter (tfspeed/machine.py CpuWindow), in order, per cell of
         # the process (1: the partner's)
@@ -99,7 +110,10 @@ class Worker(object):
                     other.police_memory()
             if not ready:
                 continue
-            chunk = os.read(fd, 1 << 16)
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except ConnectionResetError:  # a forked worker's socket: its peer died
+                chunk = b""
             if not chunk:
                 self.proc.wait()
                 raise WorkerError("worker exited (code %s) waiting for %r; log tail:\n%s"
@@ -120,8 +134,11 @@ class Worker(object):
                     self.log.write(line + "\n")
 
     def send(self, command):
-        self.proc.stdin.write((command + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((command + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker is gone: the next expect says how it ended
 
     def window(self, seconds, which=0):
         self.send("window %g %d" % (seconds, which) if which else "window %g" % seconds)
@@ -204,29 +221,41 @@ def alternate(workers, windows, window_s):
 
 
 def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
-               concurrent_import=True):
+               concurrent_import=True, spawn=None, concurrent_build=False):
     """Start both workers, alternate, and return the record of the duet. With
     `concurrent_import` both processes start at once and import their framework side by side
     (nothing is timed then); each is built and warmed up only after the other's build is done
     (a (re)build competing for the CPU would bend its warm-up): side a, then side b. Without it,
-    each worker starts, imports, builds and warms up before the other starts.
+    each worker starts, imports, builds and warms up before the other starts. `spawn` makes the
+    processes (forkserver.ForkSpawner: children of each env's fork helper, which imported the
+    framework already; its `prepare` starts the helpers both at once); with `concurrent_build`
+    both sides are built and warmed up at the same time (for make duet-cost to measure).
 
     sides: {"a": dict(python=, run_cell=, cell=, rule=, framework=, env=), "b": ...}"""
     workers, ready = {}, {}
     try:
+        if hasattr(spawn, "prepare"):
+            spawn.prepare([sides["a"], sides["b"]])
         for side in ("a", "b"):
             s = sides[side]
             workers[side] = Worker(s["python"], s["run_cell"], s["cell"], s["rule"],
                                    s["framework"], s["env"], timeout_s=timeout_s, log=log,
-                                   memory_mb=memory_mb, wait_build=concurrent_import)
+                                   memory_mb=memory_mb, wait_build=concurrent_import,
+                                   spawn=spawn)
             if not concurrent_import:
                 ready[side] = workers[side].expect("ready")
         if concurrent_import:
             loaded = {side: workers[side].expect("loaded", also=[workers[o] for o in "ab"
                                                                  if o != side])
                       for side in ("a", "b")}
-            for side in ("a", "b"):
-                ready[side] = dict(workers[side].build(), **loaded[side])
+            if concurrent_build:
+                for side in ("a", "b"):
+                    workers[side].send("build")
+                for side in ("a", "b"):
+                    ready[side] = dict(workers[side].expect("ready"), **loaded[side])
+            else:
+                for side in ("a", "b"):
+                    ready[side] = dict(workers[side].build(), **loaded[side])
         windows_out, wall = alternate(workers, windows, window_s)
         return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers
     except Exception:
@@ -236,7 +265,7 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
 
 
 def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None, memory_mb=0,
-                   mix_block=0, extra=()):
+                   mix_block=0, extra=(), spawn=None):
     """Both sides in ONE fresh process (docs/design.md, "Pairs in one process"): the worker
     builds and warms up side `first`, then the other, and the two take turns window by window as
     a duet's sides do; the process's own state is then the same for both. The sides must share
@@ -257,7 +286,7 @@ def start_together(sides, window_s, windows, first="a", timeout_s=600, log=None,
                              "(side a: %r, side b: %r)" % (key, sides["a"][key], sides["b"][key]))
     worker = Worker(s["python"], s["run_cell"], s["cell"], s["rule"], s["framework"], s["env"],
                     timeout_s=timeout_s, log=log, memory_mb=memory_mb, partner=p["cell"],
-                    extra=extra)
+                    extra=extra, spawn=spawn)
     workers = {first: worker, other: Partner(worker)}
     try:
         facts = worker.expect("ready")

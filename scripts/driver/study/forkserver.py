@@ -1,0 +1,352 @@
+"""A duet's workers forked from per-env fork helpers, in place of fresh processes.
+
+Why (docs/design.md, "A duet's workers"): most of a fresh worker's start is its framework's
+import, which times nothing. A fork helper (scripts/run_cell.py --helper, in the env's Python,
+with the environment duet.cell_env gives) imports the framework once; each duet's worker is then
+a child forked from it, an ordinary `--serve` worker that speaks the protocol of duet.Worker over
+a Unix socket. Children forked from a helper that imported the framework draw their own process
+state (docs/runs/2026-11-27-amd-epyc-2c-44e20b91-measure-fork.md), so duets stay independent
+replicates; each duet file says per side whether its worker was forked, by which helper, and how
+many children that helper had forked before.
+
+One helper per env build and environment (the key: the env's Python, run_cell.py, the framework
+and the environment but its temp folder), per machine: its facts file and log lie in the
+machine's helpers folder (helpers_dir), its socket is named after both. A helper exits when idle,
+when its owner (the Snakemake process) is gone, or when asked: supervise_cell.py asks every
+helper of the machine to exit before a cell times (stop_helpers), so no helper holds memory
+then. If a helper cannot start or fork, the worker is a fresh process and the file says why
+(`fallback`).
+"""
+import glob
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from driver.study import duet
+
+VOLATILE = ("TMPDIR", "TEMP", "TMP")  # a duet's own scratch folder: set per child, not per helper
+IDLE_S = 120.0
+
+
+class ForkError(RuntimeError):
+    """A helper could not be started, reached or asked to fork."""
+
+
+def helpers_dir(out, machine):
+    """The machine's helpers folder for the file `out` of a study: results/<stage>/<machine>/
+    <env>/<file> -> results/scratch/<machine>/helpers (beside `out`'s folder, .helpers, when it
+    is laid out otherwise): where supervise_duet and supervise_cell both find it."""
+    out = os.path.abspath(out)
+    env_dir = os.path.dirname(out)
+    machine_dir = os.path.dirname(env_dir)
+    if os.path.basename(machine_dir) != machine:
+        return os.path.join(env_dir, ".helpers")
+    return os.path.join(os.path.dirname(os.path.dirname(machine_dir)), "scratch", machine,
+                        "helpers")
+
+
+def helper_key(python, run_cell, framework, env):
+    stable = {k: v for k, v in env.items() if k not in VOLATILE}
+    text = json.dumps([python, os.path.realpath(run_cell), framework, stable], sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def address(folder, key):
+    """The helper's socket: Linux's abstract namespace (no path length limit, gone with the
+    process), else a file in the folder."""
+    if sys.platform.startswith("linux"):
+        tag = hashlib.sha1((os.path.realpath(folder) + key).encode()).hexdigest()[:24]
+        return "@tfspeed-helper-" + tag
+    return os.path.join(folder, key + ".sock")
+
+
+def _sockaddr(addr):
+    return "\0" + addr[1:] if addr.startswith("@") else addr
+
+
+def process_token(pid):
+    """"PID:START" (START: the process's start in clock ticks since boot), so that a helper
+    does not take a reused pid for its owner; "PID" where /proc cannot say."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return "%d:%s" % (pid, handle.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError):
+        return str(pid)
+
+
+def snakemake_owner():
+    """The process a helper outlives no longer than: the nearest ancestor that runs Snakemake
+    (rule run_duet's job runs under it), else this process's parent."""
+    pid = os.getppid()
+    for _ in range(8):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                cmd = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open("/proc/%d/stat" % pid) as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if "snakemake" in cmd:
+            return process_token(pid)
+        if parent <= 1:
+            break
+        pid = parent
+    return process_token(os.getppid())
+
+
+def _ask(addr, payload, timeout=5.0):
+    """One request to a helper; its one-line JSON answer."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(_sockaddr(addr))
+        sock.sendall((json.dumps(payload) + "\n").encode())
+        raw = b""
+        while not raw.endswith(b"\n"):
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            raw += chunk
+    finally:
+        sock.close()
+    if not raw:
+        raise ForkError("the helper at %s closed without an answer" % addr)
+    return json.loads(raw.decode())
+
+
+def ping(addr, timeout=5.0):
+    """The helper's facts, or None when none answers there."""
+    try:
+        return _ask(addr, {"op": "ping"}, timeout)
+    except (OSError, ValueError, ForkError):
+        return None
+
+
+def _gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+    except IndexError:
+        return False
+
+
+def stop_helpers(folder, wait_s=5.0):
+    """Ask every helper of this folder (a machine's) to exit, and wait until each is gone (its
+    memory given back); kill one that does not go. Cheap where none runs. Returns their pids."""
+    stopped = []
+    for info in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            with open(info) as handle:
+                facts = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        pid = facts.get("helper_pid")
+        try:
+            _ask(facts["address"], {"op": "exit"}, timeout=2.0)
+        except (OSError, ValueError, KeyError, ForkError):
+            pass
+        if pid:
+            end = time.monotonic() + wait_s
+            while not _gone(pid) and time.monotonic() < end:
+                time.sleep(0.02)
+            if not _gone(pid) and _is_helper(pid):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            stopped.append(pid)
+        try:
+            os.remove(info)
+        except OSError:
+            pass
+    return stopped
+
+
+def _is_helper(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return b"--helper" in handle.read()
+    except OSError:
+        return False
+
+
+class ForkedProc(object):
+    """A helper's child seen as duet.Worker sees a Popen: pid, stdin, stdout, poll, wait,
+    returncode. Its exit status comes from the helper that reaps it."""
+
+    def __init__(self, sock, pid, addr, origin):
+        self.sock, self.pid, self.addr, self.origin = sock, pid, addr, origin
+        self.stdin = sock.makefile("wb")
+        self.stdout = sock
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None and _gone(self.pid):
+            code = -1
+            for _ in range(50):  # the helper reaps it on SIGCHLD
+                try:
+                    status = _ask(self.addr, {"op": "status", "pid": self.pid}, timeout=2.0)
+                except (OSError, ValueError, ForkError):
+                    break
+                if status.get("exited"):
+                    code = status.get("code")
+                    break
+                time.sleep(0.01)
+            self.returncode = code
+            try:
+                self.stdin.close()
+            except OSError:
+                pass
+            self.sock.close()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired("forked worker %d" % self.pid, timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+
+def fork_child(addr, args, env, timeout=30.0):
+    """Ask the helper at `addr` for a child that runs run_cell.py `args` with `env`; the
+    ForkedProc, once the child said it is there (`forked`, with its pid and the helper's
+    facts)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(_sockaddr(addr))
+        sock.sendall((json.dumps({"op": "fork", "argv": list(args), "env": dict(env),
+                                  "cwd": os.getcwd()}) + "\n").encode())
+        raw = b""
+        while not raw.endswith(b"\n"):  # byte by byte: what follows is the worker's
+            chunk = sock.recv(1)
+            if not chunk:
+                raise ForkError("the helper at %s closed without forking: %s"
+                                % (addr, raw.decode("utf-8", "replace")[-500:]))
+            raw += chunk
+            if raw.endswith(b"\n") and not raw.startswith(duet.SERVE_PREFIX.encode()):
+                raw = b""  # a stray line before the child's first
+    except Exception:
+        sock.close()
+        raise
+    parts = raw.decode().rstrip("\n").split(" ", 2)
+    if parts[1] != "forked":
+        sock.close()
+        raise ForkError("the helper's child said %r, expected 'forked'" % parts[1])
+    facts = json.loads(parts[2])
+    sock.settimeout(None)
+    origin = {"forked": True, "helper_pid": facts["helper_pid"],
+              "helper_import_s": facts["helper_import_s"],
+              "helper_children_before": facts["helper_children_before"]}
+    return ForkedProc(sock, facts["pid"], addr, origin)
+
+
+class ForkSpawner(object):
+    """Makes a duet's workers (duet.Worker's `spawn`): a child of the env's helper, the helper
+    found or started first (one per key, per machine folder); a fresh worker where that fails,
+    its `origin` saying why."""
+
+    def __init__(self, folder, owner=None, idle_s=IDLE_S, start_timeout_s=300.0):
+        self.folder, self.idle_s, self.start_timeout_s = folder, idle_s, start_timeout_s
+        self.owner = owner or snakemake_owner()
+        self.helpers = {}  # key -> the helper's facts, or the error that kept it from running
+        self.pending = {}  # key -> (Popen, log handle, started)
+
+    def _key(self, python, run_cell, framework, env):
+        return helper_key(python, run_cell, framework, env)
+
+    def _start(self, key, python, run_cell, framework, env):
+        """Find the helper of `key` or start one (not waiting for its import)."""
+        if key in self.helpers or key in self.pending:
+            return
+        os.makedirs(self.folder, exist_ok=True)
+        addr = address(self.folder, key)
+        facts = ping(addr)
+        if facts is not None:
+            self.helpers[key] = facts
+            return
+        henv = dict(env)
+        henv.update(TMPDIR=self.folder, TEMP=self.folder, TMP=self.folder)
+        log = open(os.path.join(self.folder, key + ".log"), "ab")
+        try:
+            proc = subprocess.Popen(
+                [os.path.abspath(python), os.path.abspath(run_cell), "--helper",
+                 "--address", addr, "--framework", framework, "--owner", self.owner,
+                 "--idle-s", str(self.idle_s),
+                 "--info", os.path.join(self.folder, key + ".json")],
+                env=henv, cwd=self.folder, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            log.close()
+            self.helpers[key] = ForkError("cannot start the helper: %s" % exc)
+            return
+        self.pending[key] = (proc, log, time.monotonic())
+
+    def _wait(self, key):
+        if key not in self.pending:
+            return
+        proc, log, started = self.pending.pop(key)
+        addr = address(self.folder, key)
+        try:
+            while True:
+                facts = ping(addr, timeout=1.0)
+                if facts is not None:
+                    self.helpers[key] = facts
+                    return
+                if proc.poll() is not None:
+                    self.helpers[key] = ForkError("the helper exited (code %s) before it "
+                                                  "listened; see %s" % (proc.returncode, log.name))
+                    return
+                if time.monotonic() - started > self.start_timeout_s:
+                    proc.kill()
+                    self.helpers[key] = ForkError("the helper did not listen within %g s"
+                                                  % self.start_timeout_s)
+                    return
+                time.sleep(0.02)
+        finally:
+            log.close()
+
+    def prepare(self, sides):
+        """Start the helpers `sides` need at once (they import side by side), then wait."""
+        keys = []
+        for s in sides:
+            key = self._key(s["python"], s["run_cell"], s["framework"], s["env"])
+            self._start(key, s["python"], s["run_cell"], s["framework"], s["env"])
+            keys.append(key)
+        for key in keys:
+            self._wait(key)
+
+    def __call__(self, python, run_cell, args, env, prefix=()):
+        if prefix:  # a command run through another (conda run): no helper of that env here
+            return self._fresh(python, run_cell, args, env, prefix, "a prefixed worker command")
+        key = self._key(python, run_cell, args[args.index("--framework") + 1], env)
+        try:
+            self._start(key, python, run_cell, args[args.index("--framework") + 1], env)
+            self._wait(key)
+            facts = self.helpers[key]
+            if isinstance(facts, Exception):
+                raise facts
+            return fork_child(facts["address"], args, env)
+        except Exception as exc:
+            return self._fresh(python, run_cell, args, env, prefix,
+                               "%s: %s" % (type(exc).__name__, exc))
+
+    @staticmethod
+    def _fresh(python, run_cell, args, env, prefix, why):
+        proc = duet.fresh_spawn(python, run_cell, args, env, prefix)
+        proc.origin = {"forked": False, "fallback": why}
+        return proc
+
+    def helper_pids(self):
+        """The helpers' pids (each its own process group): left out of the duet's other
+        processes, as its workers are."""
+        return {f["helper_pid"] for f in self.helpers.values()
+                if isinstance(f, dict) and f.get("helper_pid")}
