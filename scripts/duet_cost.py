@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What a duet costs when its workers import side by side, against one after the other.
+"""What a duet costs: workers forked from fork helpers, importing side by side, or one after the other.
 
 `make duet-cost` (docs/design.md, "Duets on noisy machines"): on a quiet machine, trials of the
 headline's kind of duet (TF 1.14 against a TF 2.x env, train_on_batch, the small model), each
@@ -10,14 +10,22 @@ trial one duet of each arm in random order:
              the study does)
   apart      each worker starts, imports, builds and warms up before the other starts
              (concurrent_import=False, the design before)
+  fork       each worker a child forked from its env's fork helper (driver/study/forkserver.py,
+             config duets.workers: fork), which imported the framework once for all trials (its
+             first trial pays the import); built one after the other, as `together`
+  fork-build as `fork`, both sides built and warmed up at the same time (start_pair's
+             concurrent_build): whether that distorts shows in its spread
 
-Each duet takes the study's windows (`--windows` per side of `--window-s`). It writes every duet
-to a JSON-lines file and prints per arm the median wall time of a duet, the paired saving
-(apart - together) with its 95 % CI (Hodges-Lehmann with the Wilcoxon signed-rank interval), and
-the sd of the log ratio per arm with the F test's 95 % CI of their ratio (the saving must not
-buy a wider spread). Needs the envs built (results/envs/<machine>/<env>.json). Usage:
+`--arms` picks the arms (default: together apart). Each duet takes the study's windows
+(`--windows` per side of `--window-s`). It writes every duet to a JSON-lines file and prints per
+arm the median wall time of a duet, its cost ratio (wall over the timed seconds, 2 x windows x
+window_s) and the between-duet sd of the log ratio; for each arm against `together` (or `apart`
+against `together`) the paired saving with its 95 % CI (Hodges-Lehmann with the Wilcoxon
+signed-rank interval) and the F test's 95 % CI of the ratio of their log ratios' variances (a
+saving must not buy a wider spread). Needs the envs built (results/envs/<machine>/<env>.json).
+Usage:
 
-    python scripts/duet_cost.py --trials 12 --out build/duet_cost/duet_cost.jsonl
+    python scripts/duet_cost.py --trials 12 --arms fork together
     python scripts/duet_cost.py --analyse build/duet_cost/duet_cost.jsonl
 """
 import json
@@ -34,18 +42,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from components import log_median, run_or_analyse, side, trial_parser  # noqa: E402
 
-from driver.study import duet  # noqa: E402
+from driver.study import duet, forkserver  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "apart")
+ARMS = ("together", "apart", "fork", "fork-build")
 
 
-def one_duet(sides, windows, window_s, together):
+def one_duet(sides, windows, window_s, together, spawn=None, concurrent_build=False):
     t0 = time.monotonic()
-    rec, workers = duet.start_pair(sides, window_s, windows, concurrent_import=together)
+    rec, workers = duet.start_pair(sides, window_s, windows, concurrent_import=together,
+                                   spawn=spawn, concurrent_build=concurrent_build)
     for w in workers.values():
         w.close()
     return {"wall_s": time.monotonic() - t0, "alternation_s": rec["alternation_s"],
+            "timed_s": 2 * windows * window_s,
+            "workers": {s: workers[s].origin for s in "ab"},
             "import_s": {s: rec["ready"][s].get("import_s") for s in "ab"},
             "build_s": {s: rec["ready"][s].get("build_s") for s in "ab"},
             "log_ratio": log_median(sum(rec["windows"]["b"], []))
@@ -67,39 +78,64 @@ def hodges_lehmann(d, level=0.95):
     return est, float(walsh[k]), float(walsh[m - 1 - k])
 
 
+def compare(by, trials, out, slow, fast):
+    """The paired saving of arm `fast` over arm `slow` (Hodges-Lehmann, Wilcoxon CI) and the
+    variance ratio of their log ratios fast / slow with its F interval."""
+    d = [by[(t, slow)]["wall_s"] - by[(t, fast)]["wall_s"] for t in trials]
+    est, lo, hi = hodges_lehmann(d)
+    n = len(trials) - 1
+    ratio = (out[fast]["sd_log_ratio"] / out[slow]["sd_log_ratio"]) ** 2
+    return {"saving_s": est, "saving_ci": [lo, hi],
+            "saving_share": est / out[slow]["median_wall_s"], "var_ratio": ratio,
+            "var_ratio_ci": [ratio / stats.f.ppf(0.975, n, n), ratio / stats.f.ppf(0.025, n, n)]}
+
+
 def analyse(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     by = {(r["trial"], r["arm"]): r for r in rows}
-    trials = sorted({t for t, a in by if all((t, x) in by for x in ARMS)})
-    out = {"n_trials": len(trials), "machine": rows[0]["machine"] if rows else ""}
-    for arm in ARMS:
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    trials = sorted({t for t, a in by if all((t, x) in by for x in arms)})
+    out = {"n_trials": len(trials), "machine": rows[0]["machine"] if rows else "", "arms": arms}
+    for arm in arms:
         walls = [by[(t, arm)]["wall_s"] for t in trials]
         lr = [by[(t, arm)]["log_ratio"] for t in trials]
+        timed = [by[(t, arm)].get("timed_s") for t in trials]
+        ratios = [w / s for w, s in zip(walls, timed) if s]
         out[arm] = {"median_wall_s": float(np.median(walls)) if walls else math.nan,
+                    "cost_ratio": float(np.median(ratios)) if ratios else math.nan,
                     "sd_log_ratio": float(np.std(lr, ddof=1)) if len(lr) > 1 else math.nan}
+    out["comparisons"] = {}
     if len(trials) >= 6:
-        d = [by[(t, "apart")]["wall_s"] - by[(t, "together")]["wall_s"] for t in trials]
-        est, lo, hi = hodges_lehmann(d)
-        out["saving_s"], out["saving_ci"] = est, [lo, hi]
-        out["saving_share"] = est / out["apart"]["median_wall_s"]
-        n = len(trials) - 1
-        ratio = (out["together"]["sd_log_ratio"] / out["apart"]["sd_log_ratio"]) ** 2
-        out["var_ratio_together_over_apart"] = ratio
-        out["var_ratio_ci"] = [ratio / stats.f.ppf(0.975, n, n), ratio / stats.f.ppf(0.025, n, n)]
+        for arm in arms:
+            if arm == "together" or (arm != "apart" and "together" not in arms):
+                continue
+            slow, fast = ("apart", "together") if arm == "apart" else ("together", arm)
+            if slow in arms and fast in arms:
+                out["comparisons"]["%s_vs_%s" % (fast, slow)] = compare(by, trials, out, slow,
+                                                                        fast)
+        legacy = out["comparisons"].get("together_vs_apart")
+        if legacy:  # the names of the first version of this script
+            out.update(saving_s=legacy["saving_s"], saving_ci=legacy["saving_ci"],
+                       saving_share=legacy["saving_share"],
+                       var_ratio_together_over_apart=legacy["var_ratio"],
+                       var_ratio_ci=legacy["var_ratio_ci"])
     return out
 
 
 def show(result):
     print("%d paired trials on %s" % (result["n_trials"], result["machine"]))
-    for arm in ARMS:
-        print("  %-8s median duet %.1f s, sd of the log ratio %.3f"
-              % (arm, result[arm]["median_wall_s"], result[arm]["sd_log_ratio"]))
-    if "saving_s" in result:
-        print("saving per duet %.2f s (95 %% CI %.2f to %.2f), %.0f %% of a duet apart; variance "
-              "of the log ratio together / apart %.2f (95 %% CI %.2f-%.2f)"
-              % (result["saving_s"], result["saving_ci"][0], result["saving_ci"][1],
-                 100 * result["saving_share"], result["var_ratio_together_over_apart"],
-                 result["var_ratio_ci"][0], result["var_ratio_ci"][1]))
+    for arm in result.get("arms", ARMS[:2]):
+        print("  %-10s median duet %.1f s, cost ratio (wall / timed) %.2f, between-duet sd of "
+              "the log ratio %.3f" % (arm, result[arm]["median_wall_s"],
+                                       result[arm].get("cost_ratio", math.nan),
+                                       result[arm]["sd_log_ratio"]))
+    for name, c in sorted(result.get("comparisons", {}).items()):
+        fast, slow = name.split("_vs_")
+        print("  %s against %s: saving per duet %.2f s (95 %% CI %.2f to %.2f), %.0f %%; variance "
+              "of the log ratio %s / %s %.2f (95 %% CI %.2f-%.2f)"
+              % (fast, slow, c["saving_s"], c["saving_ci"][0], c["saving_ci"][1],
+                 100 * c["saving_share"], fast, slow, c["var_ratio"], c["var_ratio_ci"][0],
+                 c["var_ratio_ci"][1]))
     print(json.dumps(result, sort_keys=True))
 
 
@@ -110,22 +146,38 @@ def run(args):
     sides = {"a": side(machine, ea, ka, args.mode, args.threads),
              "b": side(machine, eb, kb, args.mode, args.threads)}
     rng = random.Random(args.seed)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "a") as out:
-        for trial in range(args.trials):
-            for arm in rng.sample(ARMS, 2):
-                rec = one_duet(sides, args.windows, args.window_s, arm == "together")
-                rec.update(arm=arm, trial=trial, pair=args.pair, machine=machine,
-                           mode=args.mode)
-                out.write(json.dumps(rec) + "\n")
-                out.flush()
-                print("trial %d %s: %.1f s" % (trial, arm, rec["wall_s"]), flush=True)
+    folder = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(folder, exist_ok=True)
+    # the fork arms' helpers: started by the first trial, kept for all, stopped at the end
+    helpers = os.path.join(folder, "helpers")
+    spawn = forkserver.ForkSpawner(helpers, owner=forkserver.process_token(os.getpid()),
+                                   idle_s=600)
+    try:
+        with open(args.out, "a") as out:
+            trials(args, sides, rng, spawn, machine, out)
+    finally:
+        forkserver.stop_helpers(helpers)
+
+
+def trials(args, sides, rng, spawn, machine, out):
+    """Each trial one duet of every arm, the arms in a random order."""
+    for trial in range(args.trials):
+        for arm in rng.sample(args.arms, len(args.arms)):
+            rec = one_duet(sides, args.windows, args.window_s, arm != "apart",
+                           spawn=spawn if arm.startswith("fork") else None,
+                           concurrent_build=arm == "fork-build")
+            rec.update(arm=arm, trial=trial, pair=args.pair, machine=machine, mode=args.mode)
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            print("trial %d %s: %.1f s" % (trial, arm, rec["wall_s"]), flush=True)
 
 
 def main(argv=None):
     parser = trial_parser(__doc__, "build/duet_cost/duet_cost.jsonl", 12, 8, 20261127)
     parser.add_argument("--pair", default="tf1.14:tf.keras/tf2.16:tf_keras",
                         help="ENV:KERAS/ENV:KERAS, side A (the reference) first")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=["together", "apart"],
+                        help="the arms, each run once per trial in random order")
     run_or_analyse(parser, argv, run, analyse, show)
 
 

@@ -43,3 +43,25 @@ def test_a_wider_spread_together_is_caught(tmp_path):
     path = tmp_path / "d.jsonl"
     write(path, 1.0, sd_ratio=4.0, n=20)
     assert duet_cost.analyse(path)["var_ratio_ci"][0] > 1
+
+
+def test_the_fork_arm_is_set_against_together_with_its_cost_ratio(tmp_path):
+    """--arms fork together: per arm the median wall, the cost ratio wall / timed seconds and
+    the between-duet sd of the log ratio; fork's saving over together with its interval."""
+    path = tmp_path / "d.jsonl"
+    rng = np.random.default_rng(5)
+    with open(path, "w") as out:
+        for t in range(12):
+            for arm, wall in (("together", 9.0), ("fork", 5.5)):
+                out.write(json.dumps({"trial": t, "arm": arm, "timed_s": 4.0,
+                                      "wall_s": wall + rng.normal(0, 0.1),
+                                      "log_ratio": rng.normal(0, 0.05), "machine": "m"}) + "\n")
+    r = duet_cost.analyse(path)
+    assert r["arms"] == ["together", "fork"] and r["n_trials"] == 12
+    assert abs(r["fork"]["cost_ratio"] - 5.5 / 4) < 0.05
+    assert abs(r["together"]["cost_ratio"] - 9.0 / 4) < 0.05
+    assert r["fork"]["sd_log_ratio"] > 0
+    c = r["comparisons"]["fork_vs_together"]
+    assert c["saving_ci"][0] <= 3.5 <= c["saving_ci"][1] and c["saving_ci"][0] > 0
+    assert "saving_s" not in r  # the apart-vs-together names only with both of those arms
+    duet_cost.show(r)
