@@ -86,6 +86,10 @@ checkpoint plan_duets:
         level=config["stop"]["level"],
         min_effect=config["min_effect"],
         alpha_equivalence=config["equivalence_alpha"],
+        # one budget for the whole study: the first rounds' cells are counted (done) or reserved
+        time_budget_s=TIME_BUDGET_S,
+        first_round_cells=lambda wildcards: first_round_cell_files(wildcards.machine),
+        sampling_s=config["stop"]["budget_s"],
     script:
         "../scripts/plan_duets.py"
 

@@ -108,6 +108,12 @@ def cell_files(rep=None, machine=None):
     return PLAN.cell_files(machine or MACHINE, round_slots, rep)
 
 
+def first_round_cell_files(machine):
+    """The cell files of the first `repeats` rounds (twins too), done or not: the second look's
+    plan counts them against the time budget (scripts/plan_duets.py)."""
+    return [f for r in range(REPEATS) for f in cell_files(r, machine)]
+
+
 def files_before_round(wildcards):
     return [
         f for r in range(int(wildcards.rep)) for f in cell_files(r, wildcards.machine)

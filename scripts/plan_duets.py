@@ -1,10 +1,13 @@
-"""Checkpoint plan_duets: the duets' second look, the rows still open after the first look.
+"""Checkpoint plan_duets: the duets' second look, within the study's time budget.
 
 Reads the first `duets.replicates` duets of every row, analyses them as the duets table does (with
 the two-look levels of driver/stats/sequential.py, so that stopping a decided row costs no size),
-and writes the rows still undecided (A/A rows included: they are planned as headline rows are,
-or they would not check the procedure). Snakemake then runs their remaining duets
-(rules/common.smk: all_duet_files).
+and finds the rows still undecided (A/A rows included: they are planned as headline rows are,
+or they would not check the procedure). With a time budget (config `time_budget_min`), the rows
+closest to a decision per second get their second look while it fits what the first look and the
+cells' first rounds leave of the budget (driver/study/second_look.py); the others are written as
+not reached, with the minutes that would reach them and the command that continues the run.
+Snakemake then runs the chosen rows' remaining duets (rules/common.smk: all_duet_files).
 """
 from driver.study.rulelog import to_rule_log
 
@@ -13,14 +16,56 @@ to_rule_log(smk)
 
 import json  # noqa: E402
 import logging  # noqa: E402
+import os  # noqa: E402
 
+from driver.study import second_look  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
-from driver.tables.duets import open_rows  # noqa: E402
+from driver.tables.duets import open_table  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
 
+log = logging.getLogger("tfspeed.plan")
 p = smk.params
 records = load_duets(list(smk.input.duets))
-rows = open_rows(records, level=p.level, q=p.q, min_effect=p.min_effect,
-                 alpha_equivalence=p.alpha_equivalence)
-logging.getLogger("tfspeed.plan").info("duets' second look: %d rows still open", len(rows))
-write_text(smk.output.plan, json.dumps({"open": rows}, indent=1) + "\n")
+table = open_table(records, level=p.level, q=p.q, min_effect=p.min_effect,
+                   alpha_equivalence=p.alpha_equivalence)
+rows = [{"env": r["env"], "cell_id": r["cell_id"], "family": r["family"], "n": int(r["n"]),
+         "n_max": int(r["n_max"]),
+         "chance": second_look.decide_chance(r["log_ratio"], r["sd_log"], int(r["n"]),
+                                             int(r["n_max"]), r["alpha_next"], p.min_effect,
+                                             p.alpha_equivalence),
+         "cost_s": (int(r["n_max"]) - int(r["n"])) * (r["wall_s"] + 0.0)}
+        for r in table]
+plan = {"open": [], "not_reached": [], "budget": None}
+if p.time_budget_s is None:
+    chosen, not_reached = rows, []
+else:
+    cells = []
+    for path in p.first_round_cells:
+        if os.path.exists(path):
+            with open(path) as handle:
+                cells.append(json.load(handle))
+    cost = second_look.cell_process_s(records, cells, sampling_s=p.sampling_s)
+    gap = cost["job_gap_s"]
+    for row in rows:
+        row["cost_s"] += (row["n_max"] - row["n"]) * gap
+    spent_duets = sum(float(d.get("wall_s") or 0.0) + gap for d in records)
+    spent_cells = sum(float((c.get("provenance") or {}).get("cell_wall_s") or 0.0) + gap
+                      for c in cells)
+    reserved = (len(p.first_round_cells) - len(cells)) * cost["seconds"]
+    available = max(0.0, float(p.time_budget_s) - spent_duets - spent_cells - reserved)
+    chosen, not_reached = second_look.choose(rows, available)
+    extra_s = sum(r["cost_s"] for r in not_reached)
+    plan["budget"] = {"time_budget_s": p.time_budget_s, "first_look_s": spent_duets,
+                      "first_round_cells_done_s": spent_cells,
+                      "first_round_cells_reserved_s": reserved, "cell_process": cost,
+                      "available_s": available,
+                      "second_look_s": sum(r["cost_s"] for r in chosen),
+                      "not_reached_s": extra_s,
+                      "continue": (second_look.continue_command(p.time_budget_s / 60.0, extra_s)
+                                   if not_reached else None)}
+plan["open"] = sorted([r["env"], r["cell_id"]] for r in chosen)
+plan["chosen"] = chosen
+plan["not_reached"] = not_reached
+log.info("duets' second look: %d rows still open, %d get it, %d not reached", len(rows),
+         len(chosen), len(not_reached))
+write_text(smk.output.plan, json.dumps(plan, indent=1, default=float) + "\n")

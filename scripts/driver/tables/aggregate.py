@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from driver.study import record
+from driver.study import layout, record
 from driver.study.budget import extra_budget_s
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
@@ -27,6 +27,7 @@ from driver.tables.duets import load as load_duets
 from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table
 from driver.tables.duets_releases import duets_releases_table
 from driver.tables.machines_compared import machines_compared_table
+from driver.tables.not_decided import not_decided_table, read_plans
 from driver.tables.ordering import env_order
 from driver.tables.pooling import apply_machine_peaks, pool_cells
 from driver.tables.processes import load_orders, processes_table
@@ -73,6 +74,9 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
         alpha_equivalence=alpha_equivalence)
     tables["machines_compared"] = machines_compared_table(
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
+    tables["not_decided"] = not_decided_table(
+        tables, read_plans({layout.base_machine(d["machine"]) for d in duet_records}),
+        min_effect=min_effect, alpha_equivalence=alpha_equivalence, q=q)
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
                                 allocation.get("time_budget_s"), allocation.get("machine"),

@@ -44,6 +44,12 @@ COLUMNS = {c.name: c for c in [
          "derived (a version's graph and eager rows against the reference, and the reference's "
          "row)."),
         ("numpy_version", "NumPy's version in the env."),
+        ("paired_table", "not_decided: the table of the undecided paired row (duets, pairs, "
+         "duets_aa, pairs_aa, duets_modes)."),
+        ("state", "not_decided: `not reached` (its second look beyond the time budget) or "
+         "`open after the second look`."),
+        ("command", "not_decided: the command that continues the run with the minutes the "
+         "not-reached rows need (finished duets and cells are kept)."),
         ("optimizer", "The optimizer's class."), ("cpu_model", "The machine's CPU."),
         ("gpu", "The machine's GPUs."), ("started_utc", "When the process started (ISO 8601)."),
         ("cell_id", "The cell's id (tfspeed/cells.py: cell_id)."),
@@ -143,7 +149,16 @@ COLUMNS = {c.name: c for c in [
     Column("achieved_flops", "number", "FLOP/s", FLOPS, "flops_per_step / median_s."),
     Column("peak_flops", "number", "FLOP/s", FLOPS, "The machine's fastest matmul cell."),
     Column("peak_rss_mb", "number", "MB", "#,##0_)", "The process's peak resident memory."),
+    *_cols("number", "min", "0.0_)", [
+        ("minutes", "not_decided: minutes of duets (at this run's measured duet time) that the "
+         "row's replicates would take."),
+    ]),
     *_cols("number", "", None, [
+        ("replicates", "not_decided: replicates a row's second look would add (not reached), "
+         "or about how many more would decide it at its measured mean and spread (open after "
+         "the second look; empty when that cannot be said)."),
+        ("chance", "not_decided: the chance, at its look-1 mean and spread, that the row's "
+         "second look decides it (driver/study/second_look.py: decide_chance)."),
         ("n_left", "Processes of the left cell."), ("n_right", "Processes of the right cell."),
         ("n_repeats", "Processes of the cell."), ("n_failed_repeats", "Processes that failed."),
         ("n_samples", "Timed calls, over all processes (each a sample of the step time)."),

@@ -293,16 +293,31 @@ def duets_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
     return df[COLUMNS]
 
 
-def open_rows(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
-              min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> list[list[str]]:
-    """[[env, cell_id], ...] of the rows (headline, A/A and pairs, each family on its own) whose
-    verdict is still undecided: the duets' second look (scripts/plan_duets.py)."""
+def open_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
+               min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> list[dict]:
+    """The rows (headline, A/A and pairs, each family on its own) whose verdict is still
+    undecided, as dicts of the table's columns plus `family` and `alpha_next`: the per-test level
+    of the family's difference test if the row were its next rejection (Benjamini-Hochberg's
+    q (R + 1) / m with R rows called different of m), for the second look's plan
+    (scripts/plan_duets.py, driver/study/second_look.py)."""
     records = list(records)
     out = []
     for kind in FAMILIES:
         table = duets_table(records, level=level, q=q, min_effect=min_effect,
                             alpha_equivalence=alpha_equivalence, kind=kind)
-        for _, row in table.iterrows():
-            if verdicts.norm_code(row["verdict"]) == verdicts.UNDECIDED:
-                out.append([row["env"], row["cell_id"]])
-    return sorted(out)
+        if table.empty:
+            continue
+        codes = [verdicts.norm_code(v) for v in table["verdict"]]
+        called = sum(c in (verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER) for c in codes)
+        tested = int(table["p"].notna().sum()) or 1
+        for (_, row), code in zip(table.iterrows(), codes):
+            if code == verdicts.UNDECIDED:
+                out.append(dict(row, family=kind, alpha_next=q * (called + 1) / tested))
+    return sorted(out, key=lambda r: (r["env"], r["cell_id"]))
+
+
+def open_rows(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
+              min_effect: float = 0.10, alpha_equivalence: float = 0.05) -> list[list[str]]:
+    """[[env, cell_id], ...] of the rows whose verdict is still undecided (open_table)."""
+    return [[r["env"], r["cell_id"]] for r in open_table(
+        records, level=level, q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)]

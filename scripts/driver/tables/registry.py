@@ -104,6 +104,14 @@ REGISTRY = [
           "The pairs' own check: per env and mode, a cell against itself in one worker, "
           "planned and analysed exactly as a pair, in a family of its own. A row called faster "
           "or slower is a false positive of the pair procedure. Columns as in pairs."),
+    Table("not_decided", "Rows not decided: what more time would decide", None, None, None,
+          "ratio < 1 when the row's left side is faster",
+          "Per machine, every paired row (duets, pairs and their A/A rows) the run left "
+          "undecided: `not reached` (open after the first look, its second look beyond the time "
+          "budget: replicates and minutes of that look at this run's duet time, and the command "
+          "that continues the run) or `open after the second look` (about how many more "
+          "replicates would decide it at its measured mean and spread, and their minutes). See "
+          "driver/tables/not_decided.py."),
     Table("duet_rounds", "Duets' health check: rounds that moved every row", None, None, None,
           "shift > 0 when the round's duets had higher log ratios than their rows' means",
           "Per machine, mode and replicate round of the duets: the mean deviation of the "

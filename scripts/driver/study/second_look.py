@@ -1,0 +1,122 @@
+"""The second look within the study's one time budget (config `time_budget_min`).
+
+After the first look (every paired row's first `duets.replicates` replicates: the headline's
+duets, the A/A rows, the pairs in one process, the graph-vs-eager row), the checkpoint plan_duets
+(scripts/plan_duets.py) knows what the study has spent and what its rows still need. The budget
+covers the whole study after the env builds:
+
+    available = time_budget_s - first look's duets - first rounds' cells (done, or reserved)
+
+where a first-round cell not yet run is reserved at this machine's measured cost of a cell
+process (`cell_process_s`: its cells' own wall times where this machine has cells, else its
+duets' workers' import, build, first call and warm-up, plus the sampling window). The extra rounds
+of cells (driver/study/budget.py) get what the second look leaves.
+
+A row still open after look 1 gets its second look (all `max_replicates` replicates, the design
+the two-look levels of driver/stats/sequential.py are computed for) when it fits the seconds
+left, in the order of its chance to be decided per second (`decide_chance` over its cost): the
+rows closest to a decision per second first. The rows that do not fit are not started; the plan
+lists them with the replicates and minutes that would give them their second look, so that a run
+of the same study with a larger budget continues this one (`continue_command`): finished duets
+and cells are kept, and the checkpoint, given the same first look, chooses the same rows and then
+the ones this run left out.
+"""
+import math
+from collections.abc import Iterable, Mapping
+from statistics import median
+
+from scipy import stats as sps
+
+from driver.stats.sequential import looks
+
+
+def job_gap_s(duets: Iterable[Mapping]) -> float:
+    """Seconds between one timing job's end and the next one's start (the orchestrator's share of a
+    replicate), the median over consecutive duets of this machine; 0 without two."""
+    import datetime
+
+    timed = sorted((datetime.datetime.fromisoformat(d["started_utc"]), float(d["wall_s"]))
+                   for d in duets if d.get("started_utc") and d.get("wall_s") is not None)
+    gaps = [(b[0] - a[0]).total_seconds() - a[1] for a, b in zip(timed, timed[1:])]
+    gaps = [g for g in gaps if 0 <= g < 60]  # a pause (a plan, a checkpoint) is not a job's gap
+    return float(median(gaps)) if gaps else 0.0
+
+
+def _side_ready_s(ready: Mapping) -> float | None:
+    """A fresh worker's seconds before its first timed window: the import (a forked worker's helper
+    paid it once; a cell process pays it each time), build, first call and warm-up."""
+    if not ready:
+        return None
+    imported = max(float(ready.get("import_s") or 0.0), float(ready.get("helper_import_s") or 0.0))
+    return imported + sum(float(ready.get(k) or 0.0) for k in ("build_s", "first_call_s",
+                                                                "warmup_s"))
+
+
+def cell_process_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = (),
+                   sampling_s: float = 0.5) -> dict:
+    """This machine's cost of one cell process, in seconds, and where it comes from: the median wall
+    time of its cells where it has any, else the mean over its duets' sides of what a fresh
+    worker takes before timing plus `sampling_s` (config stop.budget_s); the job gap on top."""
+    duets = [d for d in duets if d.get("status") == "ok"]
+    gap = job_gap_s(duets)
+    walls = [float((c.get("provenance") or {}).get("cell_wall_s") or 0) for c in cells]
+    walls = [w for w in walls if w > 0]
+    if walls:
+        return {"seconds": float(median(walls)) + gap, "source": "cells", "n": len(walls),
+                "job_gap_s": gap}
+    ready = [_side_ready_s((d.get("ready") or {}).get(side)) for d in duets
+             for side in ("left", "right")]
+    ready = [r for r in ready if r is not None]
+    if not ready:
+        return {"seconds": math.nan, "source": "none", "n": 0, "job_gap_s": gap}
+    return {"seconds": sum(ready) / len(ready) + float(sampling_s) + gap, "source": "duets",
+            "n": len(ready), "job_gap_s": gap}
+
+
+def decide_chance(mean: float, sd: float, n1: int, n2: int, alpha: float, margin: float,
+                  alpha_eq: float) -> float:
+    """The chance that a row open after n1 replicates (mean and sd of its log ratios) is decided at
+    look 2 with n2 replicates in all, if its true log ratio is `mean` and its spread `sd`: the
+    final mean is then normal about `mean` with sd sd * sqrt(n2 - n1) / n2; the row is called
+    equivalent when the final mean lies within the margin by the equivalence test's half-width,
+    faster or slower when it lies beyond the difference test's half-width (equivalence first, as
+    the verdicts are given), each half-width at look 2's nominal level of the two-look design."""
+    if not (sd > 0 and n2 > n1 >= 2) or not math.isfinite(mean):
+        return math.nan
+    design = looks(n1, n2)
+    se2 = sd / math.sqrt(n2)
+    a_diff = float(sps.t.ppf(1 - float(design.nominal_two_sided(alpha)) / 2, n2 - 1)) * se2
+    a_eq = float(sps.t.ppf(1 - float(design.nominal_one_sided(alpha_eq)), n2 - 1)) * se2
+    tau = sd * math.sqrt(n2 - n1) / n2
+    inside = math.log1p(margin) - a_eq  # |final| below this: equivalent
+
+    def below(x):  # P(|final mean| < x)
+        if x <= 0:
+            return 0.0
+        return float(sps.norm.cdf((x - mean) / tau) - sps.norm.cdf((-x - mean) / tau))
+
+    return below(inside) + 1.0 - below(max(a_diff, inside))
+
+
+def choose(rows: Iterable[Mapping], available_s: float) -> tuple[list[dict], list[dict]]:
+    """(chosen, not_reached): rows (dicts with env, cell_id, cost_s and chance) taken in the order
+    of chance per second, each while its cost fits what is left; a row with no chance figure
+    (too few replicates to estimate one) comes last. Every row is returned in one of the two."""
+    left = float(available_s)
+    order = sorted(rows, key=lambda r: (-(r["chance"] / r["cost_s"])
+                                        if r["chance"] == r["chance"] and r["cost_s"] > 0
+                                        else math.inf, r["env"], r["cell_id"]))
+    chosen, not_reached = [], []
+    for row in order:
+        if row["cost_s"] <= left:
+            chosen.append(dict(row))
+            left -= row["cost_s"]
+        else:
+            not_reached.append(dict(row))
+    return chosen, not_reached
+
+
+def continue_command(budget_min: float, extra_s: float) -> str:
+    """The command that continues a run with the minutes its not-reached rows need."""
+    minutes = int(math.ceil((float(budget_min) + extra_s / 60.0)))
+    return f'make study ARGS="--config time_budget_min={minutes}"'

@@ -1,0 +1,92 @@
+"""The not_decided table: the paired rows a run left undecided, and what more time would decide.
+
+Two kinds of row, per machine (docs/design.md "One budget"):
+- `not reached`: open after the first look, but their second look did not fit the time budget
+  (the plan of scripts/plan_duets.py lists them); `replicates` and `minutes` are what their second
+  look costs at this run's measured duet time, and `command` is the run's continuation (the same
+  study with that much more budget: finished duets and cells are kept);
+- `open after the second look`: the design's replicates ran and the row is still undecided;
+  `replicates` is about how many more would decide it if its measured mean and spread held (the
+  difference test's half-width below its distance from 1, or the equivalence test's half-width
+  below its distance to the margin, normal quantiles: a guide, not a promise), `minutes` their
+  cost; more replicates than the design's `max_replicates` need a study planned with more.
+The derived rows (duets_releases, duets_graph_vs_eager) are decided by these rows and are not
+listed. Rows of the A/A families are listed too: they are the procedure's own check.
+"""
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+from scipy import stats as sps
+
+from driver.stats import verdicts
+from driver.study import layout
+
+COLUMNS = ["machine", "paired_table", "table", "env", "cell_id", "state", "n", "n_max", "sd_log",
+           "ratio", "replicates", "minutes", "chance", "command"]
+FAMILIES = ("duets", "pairs", "duets_aa", "pairs_aa", "duets_modes")
+NOT_REACHED, STILL_OPEN = "not reached", "open after the second look"
+
+
+def replicates_to_decide(mean: float, sd: float, margin: float, alpha: float = 0.05,
+                         alpha_eq: float = 0.05, cap: int = 1000) -> int | None:
+    """About how many replicates in all would decide a row of this mean and spread (log ratios):
+    outside the margin the difference test's half-width must fall below |mean|, inside it the
+    equivalence test's below the distance to the margin. None when it cannot be said (no spread,
+    or a mean on the margin, or more than `cap`)."""
+    if not (sd > 0 and math.isfinite(mean)):
+        return None
+    bound = math.log1p(margin)
+    distance = abs(mean) if abs(mean) >= bound else bound - abs(mean)
+    z = sps.norm.ppf(1 - alpha / 2) if abs(mean) >= bound else sps.norm.ppf(1 - alpha_eq)
+    if distance <= 0:
+        return None
+    n = math.ceil((z * sd / distance) ** 2)
+    return int(n) if n <= cap else None
+
+
+def read_plans(machines: Iterable[str]) -> dict:
+    """Each machine's second-look plan (results/duet_plans/<machine>.json), where it exists."""
+    plans = {}
+    for machine in machines:
+        path = Path(layout.DUET_PLAN_PATTERN.format(machine=machine))
+        if path.exists():
+            plans[machine] = json.loads(path.read_text())
+    return plans
+
+
+def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Mapping],
+                      min_effect: float = 0.10, alpha_equivalence: float = 0.05,
+                      q: float = 0.05) -> pd.DataFrame:
+    """One row per undecided paired row (see the module docstring)."""
+    out = []
+    for family in FAMILIES:
+        table = tables.get(family)
+        if table is None or table.empty:
+            continue
+        for _, row in table.iterrows():
+            if verdicts.norm_code(row["verdict"]) != verdicts.UNDECIDED:
+                continue
+            machine = row["machine"]
+            plan = plans.get(layout.base_machine(machine)) or {}
+            reached = {(r["env"], r["cell_id"]): r for r in plan.get("not_reached") or []}
+            base = {"machine": machine, "paired_table": family, "table": row.get("table"),
+                    "env": row["env"], "cell_id": row["cell_id"], "n": row["n"],
+                    "n_max": row["n_max"], "sd_log": row["sd_log"], "ratio": row["ratio"]}
+            wall = float(row["wall_s"]) if row["wall_s"] == row["wall_s"] else math.nan
+            key = (row["env"], row["cell_id"])
+            if key in reached and row["n"] < row["n_max"]:
+                left = reached[key]
+                out.append(dict(base, state=NOT_REACHED, replicates=int(row["n_max"] - row["n"]),
+                                minutes=left["cost_s"] / 60.0, chance=left.get("chance"),
+                                command=(plan.get("budget") or {}).get("continue")))
+                continue
+            need = replicates_to_decide(row["log_ratio"], row["sd_log"], min_effect, q,
+                                        alpha_equivalence)
+            more = None if need is None else max(0, need - int(row["n"]))
+            out.append(dict(base, state=STILL_OPEN, replicates=more,
+                            minutes=math.nan if more is None else more * wall / 60.0,
+                            chance=math.nan, command=None))
+    return pd.DataFrame(out, columns=COLUMNS)
