@@ -5,7 +5,7 @@ import, which times nothing. A fork helper (scripts/run_cell.py --helper, in the
 with the environment duet.cell_env gives) imports the framework once; each duet's worker is then
 a child forked from it, an ordinary `--serve` worker that speaks the protocol of duet.Worker over
 a Unix socket. Children forked from a helper that imported the framework draw their own process
-state (docs/runs/2026-11-27-amd-epyc-2c-44e20b91-measure-fork.md), so duets stay independent
+state (`make measure-fork`; its dated note is cited in docs/design.md), so duets stay independent
 replicates; each duet file says per side whether its worker was forked, by which helper, and how
 many children that helper had forked before.
 

@@ -356,6 +356,8 @@ class StudyPlan:
                 "reference_env": d.reference_env,
                 "design": json.dumps(dict({k: self.duet_settings[k] * d.weight
                                            for k in ("replicates", "max_replicates")},
+                                          # forked from the envs' fork helpers, or fresh
+                                          workers=self.duet_settings.get("workers", "fork"),
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
                                              if d.together else {})), sort_keys=True),
