@@ -1,0 +1,49 @@
+"""One budget that holds, and a run that continues (docs/design.md "One budget"): a study whose
+time budget leaves no room for the duets' second look lists its open rows as not reached, with the
+minutes and the command that would reach them; running that command continues the same run: the
+not-reached rows get their second look, and no finished duet or cell is run again."""
+import shlex
+
+import pandas as pd
+import pytest
+from helpers import quick_config, snakemake, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def config(budget_min):
+    return quick_config(
+        envs=["tf1.14", "tf2.21"], probe={"processes": 0}, twins=0, repeats=1,
+        duets={"modes": ["graph"], "api": "train_on_batch", "replicates": 2, "max_replicates": 3,
+               "aa": False, "graph_vs_eager": 0, "windows": 2, "window_s": 0.05},
+        pairs={"tables": []}, models={}, data={}, time_budget_min=budget_min,
+        grids=[{"name": "g", "envs": ["tf1.14", "tf2.21"], "pairs": [["small", "small"]],
+                "keras": ["tf.keras", "tf_keras"], "modes": ["graph"],
+                "apis": ["train_on_batch"], "inputs": ["numpy"], "devices": "all"}])
+
+
+def timed_files(work):
+    return {p: p.stat().st_mtime_ns for folder in ("duets", "cells")
+            for p in (work / "results" / folder).rglob("*.json")}
+
+
+def test_a_run_beyond_its_budget_says_what_is_left_and_its_command_continues_it(tmp_path):
+    work = tmp_path / "study"
+    first = write_config(tmp_path / "small.yaml", config(0.01))
+    snakemake(work, first, "--cores", "2", check=True)
+    left = pd.read_csv(work / "results/tables/not_decided.csv")
+    reached = left[left.state == "not reached"]
+    # two replicates cannot decide a row (df 1): every row is open, none fits 0.6 s of budget
+    assert len(reached) == 1 and (reached.replicates == 1).all() and (reached.minutes > 0).all()
+    command = reached.command.iloc[0]
+    assert command.startswith('make study ARGS="--config time_budget_min=')
+    before = timed_files(work)
+    # the command's --config on the same study (make study ARGS="..." is snakemake ... ARGS)
+    args = shlex.split(shlex.split(command)[2].split("=", 1)[1])
+    snakemake(work, first, "--cores", "2", *args, check=True)
+    after = timed_files(work)
+    assert all(after[p] == t for p, t in before.items())  # nothing finished ran again
+    added = sorted(p.name for p in set(after) - set(before))
+    assert added == [n for n in added if n.endswith(".r2.json")] and len(added) == 1
+    again = pd.read_csv(work / "results/tables/not_decided.csv")
+    assert not (again.state == "not reached").any()
