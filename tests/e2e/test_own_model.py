@@ -173,31 +173,49 @@ def broken(keras, data):
 
 def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells(tmp_path):
     """A model as Python code (config `builder`, docs/own-model.md) in TF 2.21's tf_keras and
-    Keras 3: the good builder's cells are ok through the factor grid, the failing builder's are
-    written as failed with the error's last line, naming file, function and env; the study goes
-    on and reports."""
+    Keras 3 and TF 1.14's tf.keras: the good builder's cells are ok through the factor grid, the
+    failing builder's are written as failed with the error's last line, naming file, function
+    and env; the study goes on and reports. The preset's pairs in one process run for the
+    builder's model (its code travels with both sides of each pair), and the report's answer
+    for the model ("Your model") names the fastest way as the pairs table decides it."""
     (tmp_path / "my_model.py").write_text(BUILDERS)
     config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
-    config.update(envs=["tf2.21"], reference_env="tf2.21", repeats=1,
+    config.update(envs=["tf1.14", "tf2.21"], reference_env="tf1.14", repeats=1,
                   stop={"rule": "fixed", "iterations": 4})
     config["models"] = {"mine": {"builder": "my_model.py:build", "iterations": 4},
                         "broken": {"builder": "my_model.py:broken"}}
     config["data"] = {"seqs": {"batch": 4, "shape": [16, 3], "target": "binary"}}
     config["grids"] = [
-        {"name": "own_code", "envs": ["tf2.21"], "pairs": [["mine", "seqs"], ["broken", "seqs"]],
+        {"name": "own_code", "envs": ["tf2.21"], "pairs": [["mine", "seqs"]],
          "keras": ["tf_keras", "keras3"], "modes": ["eager", "graph"],
-         "apis": ["train_on_batch", "predict"], "inputs": ["numpy"]},
+         "apis": ["train_on_batch", "fit", "predict"], "inputs": ["numpy"]},
+        # the failing builder in a few cells, none of which pair in the tables below
+        {"name": "own_broken", "envs": ["tf2.21"], "pairs": [["broken", "seqs"]],
+         "keras": ["tf_keras"], "modes": ["eager", "graph"], "apis": ["train_on_batch", "predict"],
+         "inputs": ["numpy"]},
+        {"name": "own_tf1", "envs": ["tf1.14"], "pairs": [["mine", "seqs"]],
+         "keras": ["tf.keras"], "modes": ["graph"], "apis": ["train_on_batch", "fit"],
+         "inputs": ["numpy"]},
     ]
+    # the preset's pairs, two of its tables, small: two replicates of short windows, one look
+    assert config["pairs"]["tables"]
+    config["pairs"] = dict(config["pairs"], tables=["fit_vs_train_on_batch", "keras_vs_tfkeras"],
+                           aa=False)
+    config["duets"] = {"modes": [], "replicates": 2, "max_replicates": 2, "windows": 2,
+                       "window_s": 0.05}
     work = tmp_path / "work"
     snakemake(work, write_config(tmp_path / "mine.yaml", config), "--cores", "2", check=True)
     cells = pd.read_csv(work / "results/tables/cells.csv")
     good, bad = cells[cells.model == "mine"], cells[cells.model == "broken"]
-    # tf_keras eager and graph, Keras 3 eager (it has no graph mode), each api
-    assert set(zip(good.keras, good["mode"], good.api)) == {
-        (k, m, a) for k, m in (("tf_keras", "eager"), ("tf_keras", "graph"), ("keras3", "eager"))
-        for a in ("train_on_batch", "predict")}
+    # tf_keras eager and graph, Keras 3 eager (it has no graph mode), each api; tf.keras graph
+    assert set(zip(good.env, good.keras, good["mode"], good.api)) == {
+        ("tf2.21", k, m, a)
+        for k, m in (("tf_keras", "eager"), ("tf_keras", "graph"), ("keras3", "eager"))
+        for a in ("train_on_batch", "fit", "predict")} | {
+        ("tf1.14", "tf.keras", "graph", a) for a in ("train_on_batch", "fit")}
     assert (good.status == "ok").all(), good[["cell_id", "status", "reason"]]
-    assert len(bad) == len(good) and (bad.status == "failed").all()
+    assert len(bad) == 4 and set(bad.keras) == {"tf_keras"}
+    assert (bad.status == "failed").all()
     for reason in bad.reason:
         assert reason.startswith("my_model.py:broken in TF 2.21"), reason
         assert reason.endswith("failed: RuntimeError: no model today (my_model.py line 26)")
@@ -205,7 +223,27 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
     source_hash = {r["user_code"]["models.mine.builder"]["sha256"] for r in records
                    if r["model"] == "mine"}
     assert len(source_hash) == 1 and len(source_hash.pop()) == 64
-    assert "mine" in (work / "results/report.html").read_text()
+    report = (work / "results/report.html").read_text()
+    assert "mine" in report
+    # the pairs of the builder's model ran in both envs, each side built from the builder's code
+    pairs = pd.read_csv(work / "results/tables/pairs.csv")
+    mine = pairs[pairs.left_cell_id.str.startswith("mine-")]
+    assert set(zip(mine.env, mine["mode"], mine.table)) == {
+        ("tf2.21", "eager", "fit_vs_train_on_batch"), ("tf2.21", "graph", "fit_vs_train_on_batch"),
+        ("tf1.14", "graph", "fit_vs_train_on_batch"), ("tf2.21", "eager", "keras_vs_tfkeras")}
+    assert (mine.n == 2).all() and mine.ratio.gt(0).all(), mine[["cell_id", "n", "reason"]]
+    # the answer for the model: recomputed here from the study's own tables, it is the page's
+    from driver.report.sections import own_answer
+
+    frameworks = pd.read_csv(work / "results/tables/frameworks.csv")
+    text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0)
+    assert text.startswith("The fastest way to train mine here"), text
+    best = own_answer.paired_best(pairs, "mine", "train")
+    assert {(b["env"], b["mode"]) for b in best} == {
+        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph")}
+    assert any(b["way"] in text for b in best), (best, text)
+    section = report[report.index('<section id="own_answer"'):].replace("&#39;", "'")
+    assert text.replace("±", "&plusmn;") in section or text in section, (text, section[:3000])
 
 
 def test_a_missing_builder_function_stops_before_any_job(tmp_path):

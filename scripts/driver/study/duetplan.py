@@ -36,6 +36,7 @@ import random
 from typing import NamedTuple
 
 from tfspeed import cells as tfcells
+from tfspeed import usermodels
 from tfspeed.versions import version_tuple
 
 HEADLINE = {"model": "small", "data": "small", "input": "numpy", "device": "cpu"}
@@ -163,6 +164,16 @@ def plan(specs, envs, reference_env, settings):
     return out
 
 
+def carried(cell):
+    """The cell as its worker needs it: a user's model or data (config `models`, `data`, a
+    builder's code among them) with its description as `spec` (usermodels.payload), as a cell's
+    own parameters carry it (plan.py cell_params); the seed's cells as they are. The pair's key
+    and table come from the axes alone, so `spec` changes neither; it travels in the duet's
+    parameters, so an edited builder is a new pair for Snakemake as it is a new cell."""
+    spec = usermodels.payload(cell["model"], cell["data"])
+    return dict(cell, spec=spec) if spec else cell
+
+
 def plan_pairs(cells, settings, specs=None):
     """[Duet(together=True)] of a study: cells = the study's [(env, cell)], settings = config
     `pairs` ({"tables", "envs", "modes", "aa"}), specs = {env: envspec facts} (keras_vs_tfkeras
@@ -189,7 +200,7 @@ def plan_pairs(cells, settings, specs=None):
                 if other is None or (axis == "keras" and keras_why_not(
                         (specs or {}).get(env), left, right, cell["mode"]) is not None):
                     continue
-                out.append(Duet(env, cell, env, other, together=True))
+                out.append(Duet(env, carried(cell), env, carried(other), together=True))
     if settings.get("aa"):
         seen = set()
         for d in list(out):
@@ -197,6 +208,7 @@ def plan_pairs(cells, settings, specs=None):
                 seen.add((d.env, d.cell["mode"]))
                 out.append(Duet(d.env, d.cell, d.env, d.cell, together=True))
     return out
+
 
 def ordered(duets, replicates, seed, start=0):
     """[(duet, replicate)] in run order: replicate by replicate (from `start`), each drawn in its
