@@ -183,7 +183,9 @@ def plan_pairs(cells, settings, specs=None):
     pairs' own false-positive check). Not paired: two cells of one env and mode in different
     tables' configurations (each pair differs in one axis alone); a pair of Keras flavours that
     cannot share a process (keras_why_not: the row stays with the cells); cells the grids leave
-    out on either side (a call cell in graph mode pairs only with a predict cell there)."""
+    out on either side (a call cell in graph mode pairs only with a predict cell there). A
+    user's model and data (config `models`, `data`, a builder's among them) pair as the seed's
+    do; each side carries their description to the worker (`carried`)."""
     tables = settings.get("tables") or []
     envs, modes = settings.get("envs") or "all", settings.get("modes") or "all"
     chosen = [(e, c) for e, c in cells if (envs == "all" or e in envs)
