@@ -150,7 +150,7 @@ def stop_helpers(folder, wait_s=5.0):
         try:
             _ask(facts["address"], {"op": "exit"}, timeout=2.0)
         except (OSError, ValueError, KeyError, ForkError):
-            pass
+            pid = pid if pid and _is_helper(pid) else None  # a stale file: nothing to wait for
         if pid:
             end = time.monotonic() + wait_s
             while not _gone(pid) and time.monotonic() < end:

@@ -164,3 +164,13 @@ def test_a_helper_that_cannot_start_leaves_a_fresh_worker_that_says_why(tmp_path
     proc.kill()
     proc.wait()
     assert proc.origin == {"forked": False, "fallback": "a prefixed worker command"}
+
+
+def test_a_stale_facts_file_is_removed_without_waiting(tmp_path):
+    """A helper killed outright leaves its facts file: the next cell removes it at once (its pid
+    may be another process's by now: nothing is waited for or killed)."""
+    (tmp_path / "k.json").write_text('{"address": "@tfspeed-helper-none", "helper_pid": %d}'
+                                     % os.getpid())
+    t0 = time.monotonic()
+    assert forkserver.stop_helpers(str(tmp_path)) == []
+    assert time.monotonic() - t0 < 1.0 and not list(tmp_path.iterdir())
