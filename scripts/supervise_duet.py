@@ -185,7 +185,9 @@ def main(argv=None):
     parser.add_argument("--replicate", type=int, default=0)
     parser.add_argument("--design", default="{}",
                         help='the duets\' design as JSON: {"replicates": n, "max_replicates": m}'
-                             '; a pair in one process adds "together": true and "mix_block": k')
+                             '; a pair in one process adds "together": true and "mix_block": k; '
+                             '"workers": "fork" forks the workers from the envs\' fork helpers '
+                             '(config duets.workers; without it: fresh processes)')
     parser.add_argument("--windows", type=int, required=True)
     parser.add_argument("--window-s", type=float, required=True)
     parser.add_argument("--timeout-s", type=int, default=900)

@@ -350,3 +350,31 @@ def test_a_duet_of_one_env_runs_two_workers_of_two_cells(tmp_path):
     assert rec["log_ratio"] > math.log(5)
     assert family(rec) == "duets_modes"
     assert row_id(rec) == tfcells.cell_id(big) + duetplan.PAIR_SEP + tfcells.cell_id(MATMUL)
+
+
+def test_a_duet_with_forked_workers_says_so_per_side(tmp_path):
+    """supervise_duet with `workers: fork`: both workers are children of the env's fork helper
+    (one env here, so one helper), the file says so per side with the helper's pid and its
+    children before each, the helper is left out of the other processes named, and the next
+    cell's supervisor would find it and ask it to exit (forkserver.stop_helpers)."""
+    sys.path.insert(0, SCRIPTS)
+    import supervise_duet
+
+    from driver.study import forkserver
+    manifest, out = _manifest(tmp_path), tmp_path / "duet.json"
+    supervise_duet.main([
+        "--cell", json.dumps(dict(MATMUL, data="matmul")), "--reference-cell", json.dumps(MATMUL),
+        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
+        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
+        "--windows", "2", "--window-s", "0.02", "--owner-pid", str(os.getpid()),
+        "--design", json.dumps({"replicates": 2, "max_replicates": 2, "workers": "fork"}),
+        "--lock", str(tmp_path / "lock"), "--out", str(out)])
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    left, right = rec["workers"]["left"], rec["workers"]["right"]
+    assert left["forked"] and right["forked"], rec["workers"]
+    assert left["helper_pid"] == right["helper_pid"]
+    assert (right["helper_children_before"], left["helper_children_before"]) == (0, 1)
+    assert left["helper_pid"] not in {p["pid"] for p in rec["foreign_processes"]}
+    folder = forkserver.helpers_dir(str(out), "m")
+    assert forkserver.stop_helpers(folder) == [left["helper_pid"]]
