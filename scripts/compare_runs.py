@@ -42,14 +42,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver.stats import calibration, crossrun_judge, crossrun_power, moderated, verdicts  # noqa: E402,E501
+from driver.stats import crossrun_cells, crossrun_judge, crossrun_looks, verdicts  # noqa: E402
+from driver.stats.crossrun_cells import se_from_ci  # noqa: E402
+from driver.stats.crossrun_looks import MACHINE, agreement  # noqa: E402
 from driver.study import fingerprint, layout  # noqa: E402
 from driver.tables.aa_rows import AA_TABLES, aa_figures  # noqa: E402
 from driver.tables.results import ENV_KEY, Results, row_key  # noqa: E402
 
 CELL_KEYS = ["env", "cell_id", "twin", "machine_key"]
-MACHINE = "machine_key"  # the machine a row belongs to, as both sides are matched (machine_pairing)
-DECIDED = set(verdicts.DECIDED)
 COLUMNS = ["table", "key", MACHINE, "verdict", "ratio", "se_log", "df", "envs", "left_cell", "right_cell"]
 
 
@@ -141,13 +141,6 @@ def keyed(df: pd.DataFrame, mapping: dict | None) -> pd.DataFrame:
     return out[out[MACHINE].notna()]
 
 
-def se_from_ci(low, high, level, df) -> np.ndarray:
-    """Standard error of the log estimate from a symmetric-in-log CI at `level` with df."""
-    crit = np.array([moderated.t_quantile(0.5 + lv / 2, d) for lv, d in zip(level, df)])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.log(np.asarray(high, float) / np.asarray(low, float)) / (2 * crit)
-
-
 def load_comparisons(folder, level: float = 0.95, mapping: dict | None = None) -> pd.DataFrame:
     parts = []
     for name, df in _results(folder).comparisons().items():
@@ -197,21 +190,6 @@ def load_cells(folder, mapping: dict | None = None) -> pd.DataFrame:
     return cells
 
 
-def _calibrate(both: pd.DataFrame, est_a, est_b, level: float, centre: bool) -> dict:
-    out = calibration.cross_run(est_a, both["se_log_a"], both["df_a"], est_b, both["se_log_b"],
-                                both["df_b"], level, centre=centre)
-    return {"beyond": out["beyond"], "pi_coverage": out["pi_coverage"], "tau": out["tau"],
-            "shift": out["shift"]}
-
-
-def agreement(va: pd.Series, vb: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Two runs' verdicts of the same rows (read through verdicts.norm_code): (agree, flipped),
-    flipped = a direction called in both runs, not the same one."""
-    a, b = va.map(verdicts.norm_code), vb.map(verdicts.norm_code)
-    agree = a == b
-    return agree, a.isin(DECIDED) & b.isin(DECIDED) & ~agree
-
-
 def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.10,
                  alpha_eq: float = 0.05, draws: int = 200,
                  sims: int = crossrun_judge.SIMS) -> dict:
@@ -227,68 +205,11 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
     flips = both[flipped]
     cells_a, cells_b = load_cells(fa, ma), load_cells(fb, mb)
     cells = cells_a.merge(cells_b, on=CELL_KEYS, suffixes=("_a", "_b"))
-    cell_cal = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=True)
-    # the verdict: the dispersion about the run's shift (driver/stats/crossrun.py), with power
-    cell_cal["check"] = crossrun_judge.rows_check(
-        cells["log_m_a"], cells["se_log_a"], cells["df_a"], cells["log_m_b"], cells["se_log_b"],
-        cells["df_b"], centre=True, sims=sims)
-    cell_cal["ok"] = bool(cell_cal["check"]["ok"])
-    # the same test with the whole run's shift left in: what a user comparing two runs' cells sees
-    cell_raw = _calibrate(cells, cells["log_m_a"], cells["log_m_b"], level, centre=False)
-    comp_cal = _calibrate(both, np.log(both["ratio_a"].astype(float)),
-                          np.log(both["ratio_b"].astype(float)), level, centre=False)
-    # comparisons share cells: the range a calibrated method's share falls in, on this structure
-    ses = [{f"{m}|{e}|{c}|{t}": s for m, e, c, t, s in zip(cs[MACHINE], cs["env"], cs["cell_id"],
-                                                            cs["twin"], cs["se_log"]) if s > 0}
-           for cs in (cells_a, cells_b)]
-    usable_rows = both[(both["se_log_a"] > 0) & (both["se_log_b"] > 0)]
-    comp_cal["shared_range"] = calibration.shared_cells_range(
-        usable_rows["left_cell_a"], usable_rows["right_cell_a"], ses[0], ses[1],
-        usable_rows["se_log_a"], usable_rows["se_log_b"], usable_rows["df_a"],
-        usable_rows["df_b"], level)
-    rng_ = comp_cal["shared_range"]
-    in_range = bool(comp_cal["beyond"]["n"]) and \
-        rng_["low"] <= comp_cal["beyond"]["rate"] <= rng_["high"]
-    # the prediction-interval coverage of comparisons is 1 - that share: the same range
-    comp_cal["pi_coverage"] = dict(comp_cal["pi_coverage"], ok=in_range,
-                                   ci_low=1 - rng_["high"], ci_high=1 - rng_["low"])
-    # the verdict: the rows' differences whitened by the shared-cell structure, with power
-    cell_df = [{f"{m}|{e}|{c}|{t}": d for m, e, c, t, d in zip(
-        cs[MACHINE], cs["env"], cs["cell_id"], cs["twin"], cs["df"])} for cs in (cells_a, cells_b)]
-    comp_cal["check"] = crossrun_judge.comparisons_check(
-        usable_rows["left_cell_a"], usable_rows["right_cell_a"], ses, cell_df,
-        np.log(usable_rows["ratio_a"].astype(float)), usable_rows["se_log_a"],
-        usable_rows["df_a"], np.log(usable_rows["ratio_b"].astype(float)),
-        usable_rows["se_log_b"], usable_rows["df_b"], sims=sims)
-    comp_cal["ok"] = bool(comp_cal["check"]["ok"])
-    shift = math.log(cell_cal["shift"])
-    beyond_cells = []
-    for rec in cells.to_dict("records"):
-        va, vb = rec["se_log_a"] ** 2, rec["se_log_b"] ** 2
-        if not (va > 0 and vb > 0):
-            continue
-        t = (rec["log_m_a"] - rec["log_m_b"] - shift) / math.sqrt(va + vb)
-        dof = moderated.welch_df(va, rec["df_a"], vb, rec["df_b"])
-        if abs(t) > moderated.t_quantile(0.5 + level / 2, dof):
-            beyond_cells.append({**rec, "t": t})
+    cell_cal, cell_raw = crossrun_cells.cells_calibration(cells, level, sims)
+    comp_cal = crossrun_cells.comparisons_calibration(both, cells_a, cells_b, level, sims)
+    beyond_cells = crossrun_cells.moved_cells(cells, math.log(cell_cal["shift"]), level)
     # agreement by effect size, beside what a calibrated method would show
-    mean_lr = (np.log(both["ratio_a"].astype(float)) + np.log(both["ratio_b"].astype(float))) / 2
-    both = both.assign(band=[calibration.band(x) for x in mean_lr], agree=agree)
-    usable = both["se_log_a"].notna() & both["se_log_b"].notna() & (both["se_log_a"] > 0) \
-        & (both["se_log_b"] > 0)
-    expected = calibration.expected_agreement(
-        mean_lr[usable], both.loc[usable, "se_log_a"], both.loc[usable, "df_a"],
-        both.loc[usable, "se_log_b"], both.loc[usable, "df_b"], level, q, margin, alpha_eq,
-        draws=draws) if usable.any() else pd.DataFrame(columns=["band", "expected",
-                                                                 "expected_sd"])
-    bands = []
-    for _, _, name in calibration.BANDS:
-        part = both[both["band"] == name]
-        exp = expected[expected["band"] == name]
-        bands.append({"band": name, "rows": int(len(part)),
-                      "agreement": float(part["agree"].mean()) if len(part) else None,
-                      "expected": float(exp["expected"].iloc[0]) if len(exp) else None,
-                      "expected_sd": float(exp["expected_sd"].iloc[0]) if len(exp) else None})
+    bands = crossrun_cells.agreement_by_effect(both, agree, level, q, margin, alpha_eq, draws)
     envs_a, envs_b = set(cells_a["env"]), set(cells_b["env"])
     return {
         "duets_calibration": duets_calibration(fa, fb, level, sims, pairing=pairing),
@@ -331,74 +252,6 @@ def _machines(res: Results) -> dict:
         return {}
 
 
-# what names a row of the tables duets_calibration reads, beside duets' and pairs' (env, cell_id)
-ROW_KEYS = {"duets_releases": ["mode", "api", "input", "left_env", "right_env", "left_keras",
-                               "right_keras"]}
-# a table's estimate, its se, df and verdict columns, where they are not the duets' own
-EST_COLS = {"machines_compared": ("interaction", "interaction_se_log", "interaction_df",
-                                  "machine_effect")}
-# the tables built from duets rows: how each row names its two duets rows (machine, env, keys)
-DERIVED = ("duets_releases", "machines_compared")
-
-
-def _estimates(tab: pd.DataFrame, table: str) -> pd.DataFrame:
-    """tab with log_ratio, se_log, df and verdict as the check reads them."""
-    if table not in EST_COLS:
-        return tab
-    est, se, dof, verdict = EST_COLS[table]
-    return tab.assign(log_ratio=np.log(tab[est].astype(float)), se_log=tab[se], df=tab[dof],
-                      verdict=tab[verdict])
-
-
-def _base_rows(tabs) -> pd.DataFrame | None:
-    """The duets rows both runs hold, as the design replays them: mean, sd of one duet, n1, n2
-    (None where a table lacks the design's columns: tables from before two looks)."""
-    need = {"n_look1", "n_max", "sd_log", "log_ratio", MACHINE}
-    if any(t.empty or not need <= set(t.columns) for t in tabs):
-        return None
-    keys = [MACHINE, "env", "cell_id"]
-    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
-    both = both[np.isfinite(both[["sd_log_a", "sd_log_b", "log_ratio_a", "log_ratio_b",
-                                  "n_look1_a", "n_max_a"]].astype(float)).all(axis=1)]
-    both = both.assign(mu=(both["log_ratio_a"] + both["log_ratio_b"]) / 2,
-                       sigma=np.sqrt((both["sd_log_a"] ** 2 + both["sd_log_b"] ** 2) / 2),
-                       n1=np.maximum(both["n_look1_a"], both["n_look1_b"].fillna(0)).astype(int),
-                       n2=np.maximum(both["n_max_a"], both["n_max_b"].fillna(0)).astype(int))
-    return both.reset_index(drop=True)
-
-
-def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: float = 0.05,
-               margin: float = 0.10, alpha_eq: float = 0.05):
-    """The two-look design of the matched rows `both` (crossrun_power.Design), or None where
-    the runs had one look or the rows cannot all be traced to their duets rows."""
-    if base is None or not len(base) or not (base["n2"] > base["n1"]).any():
-        return None
-    kw = dict(q=q, margin=margin, alpha_eq=alpha_eq)
-    index = {k: i for i, k in enumerate(zip(base[MACHINE], base["env"], base["cell_id"]))}
-    cols = (base["mu"], base["sigma"], base["n1"], base["n2"])
-    if table not in DERIVED:
-        rows = [index.get(k) for k in zip(both[MACHINE], both["env"], both["cell_id"])]
-        if any(r is None for r in rows):
-            return None
-        return crossrun_power.Design(*(np.asarray(c)[rows] for c in cols), **kw)
-    if table == "machines_compared":
-        pairs = [(index.get((f"{m.split(' vs ')[0]}", e, c)),
-                  index.get((f"{m.split(' vs ')[-1]}", e, c)))
-                 for m, e, c in zip(both[MACHINE], both["env"], both["cell_id"])]
-    else:  # duets_releases: each side's duets row by machine, env, mode, api, input, keras
-        by = {(m, e, mo, a, i, k): n for n, (m, e, mo, a, i, k) in enumerate(zip(
-            base[MACHINE], base["env"], base["mode_a"], base["api_a"], base["input_a"],
-            base["keras_a"]))}
-        pairs = [(by.get((m, le, mo, a, i, lk)), by.get((m, re, mo, a, i, rk)))
-                 for m, le, re, mo, a, i, lk, rk in zip(
-                     both[MACHINE], both["left_env"], both["right_env"], both["mode"],
-                     both["api"], both["input"], both["left_keras"], both["right_keras"])]
-    if not pairs or any(a is None or b is None for a, b in pairs):
-        return None
-    left, right = zip(*pairs)
-    return crossrun_power.Design(*cols, left=left, right=right, **kw)
-
-
 def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS,
                       table: str = "duets", pairing: dict | None = None) -> dict:
     """The headline's duets (duets.csv) across two runs: the check of the common shift and of
@@ -414,48 +267,10 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     same_verdict: how many matched rows got the same verdict in both runs, and how many
     flipped (faster in one, slower in the other)."""
     maps = (pairing or machine_pairing(machines_in(fa), machines_in(fb)))["maps"]
-    tabs = [_estimates(keyed(_results(f).table(table), m), table) if _results(f).has(table)
-            else pd.DataFrame() for f, m in zip((fa, fb), maps)]
-    decided = {}
-    for name, tab in zip("ab", tabs):
-        if tab.empty or "mode" not in tab.columns:
-            continue
-        for mode, part in tab.groupby("mode"):
-            decided.setdefault(mode, {})[name] = {
-                "decided": int(part["verdict"].isin([*verdicts.DECIDED, verdicts.EQUIVALENT,
-                                                     "differs", "same"]).sum()),
-                "rows": int(len(part))}
-    if any(t.empty for t in tabs):
-        return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,
-                "decided": decided}
-    keys = [MACHINE] + ROW_KEYS.get(table, ["env", "cell_id"])
-    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
-    good = np.isfinite(both[["log_ratio_a", "log_ratio_b", "se_log_a", "se_log_b"]]
-                       .astype(float)).all(axis=1) & (both["se_log_a"] ** 2
-                                                      + both["se_log_b"] ** 2 > 0)
-    both = both[good].reset_index(drop=True)
-    for side in ("a", "b"):  # the derived tables' axes, under their plain names
-        for c in ("mode", "api", "input"):
-            if f"{c}_{side}" in both.columns and c not in both.columns:
-                both[c] = both[f"{c}_{side}"]
-    cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
-            both["se_log_b"], both["df_b"])
-    out = calibration.cross_run(*cols, level)
-    base_tabs = [keyed(_results(f).table("pairs" if table == "pairs" else "duets"), m)
-                 if _results(f).has("pairs" if table == "pairs" else "duets") else pd.DataFrame()
-                 for f, m in zip((fa, fb), maps)]
-    base = _base_rows(base_tabs)
-    design = row_design(both, table, base)
-    check = crossrun_judge.rows_check(*cols, centre=False, sims=sims, design=design)
-    if base is not None and (base["n2"] > base["n1"]).any() and check.get("design") is None:
-        check["design_note"] = ("the runs had two looks but not every row could be traced to "
-                                "its duets rows: the check and its power below are one look's, "
-                                "whose size under two looks is larger than stated")
-    agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
-    same = {"k": int(agree.sum()), "n": int(len(agree)), "flips": int(flipped.sum())}
-    return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
-            "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same,
-            "design": "two looks" if design is not None else "one look"}
+    base = "pairs" if table == "pairs" else "duets"
+    tabs, base_tabs = ([keyed(_results(f).table(t), m) if _results(f).has(t) else pd.DataFrame()
+                        for f, m in zip((fa, fb), maps)] for t in (table, base))
+    return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims)
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:
@@ -517,22 +332,13 @@ def checks_text(out: dict) -> list[str]:
     lines = []
     if out.get("machine_pairing"):
         lines.append(f"machines: {out['machine_pairing']['note']}")
-    duets = out["duets_calibration"]
-    if duets.get("matched"):
-        lines += crossrun_judge.verdict_text("cross-run check, duets (the headline)",
-                                             duets["check"])
-    releases = out.get("releases_calibration") or {}
-    if releases.get("matched"):
-        lines += crossrun_judge.verdict_text("cross-run check, releases from duets",
-                                             releases["check"])
-    compared = out.get("machines_compared_calibration") or {}
-    if compared.get("matched"):
-        lines += crossrun_judge.verdict_text("cross-run check, machines compared (interaction)",
-                                             compared["check"])
-    pairs = out.get("pairs_calibration") or {}
-    if pairs.get("matched"):
-        lines += crossrun_judge.verdict_text("cross-run check, pairs in one process",
-                                             pairs["check"])
+    for name, what in (("duets", "duets (the headline)"), ("releases", "releases from duets"),
+                       ("machines_compared", "machines compared (interaction)"),
+                       ("pairs", "pairs in one process")):
+        cal = out[f"{name}_calibration"] if name == "duets" else \
+            out.get(f"{name}_calibration") or {}
+        if cal.get("matched"):
+            lines += crossrun_judge.verdict_text(f"cross-run check, {what}", cal["check"])
     cells = out["cells_calibration"]
     lines += crossrun_judge.verdict_text("cross-run check, cells (the run's shift taken out)",
                                          cells["check"])

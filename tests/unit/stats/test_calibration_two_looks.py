@@ -24,7 +24,7 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from driver.report import duet_checks
-from driver.stats import calibration, crossrun, crossrun_power, sequential
+from driver.stats import calibration, crossrun, crossrun_looks, crossrun_power, sequential
 
 ROOT = Path(__file__).resolve().parents[3]
 PUBLISHED = ROOT / "docs" / "tables"
@@ -39,11 +39,11 @@ def ci(k, n):
 
 def fixture_design(table="duets"):
     duets = compare_runs.keyed(pd.read_csv(FIXTURE / "duets.csv"), None)
-    base = compare_runs._base_rows([duets, duets])
+    base = crossrun_looks.base_rows([duets, duets])
     if table == "duets":
-        return compare_runs.row_design(duets, "duets", base)
+        return crossrun_looks.row_design(duets, "duets", base)
     rel = compare_runs.keyed(pd.read_csv(FIXTURE / "duets_releases.csv"), None)
-    return compare_runs.row_design(rel, "duets_releases", base)
+    return crossrun_looks.row_design(rel, "duets_releases", base)
 
 
 # -- 1. rows matched by machine ------------------------------------------------------------------

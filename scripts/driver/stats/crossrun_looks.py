@@ -1,0 +1,143 @@
+"""The cross-run check of paired rows (duets, pairs, releases from duets, machines compared)
+across two runs, under the duets' two-look design where the runs had one.
+
+compare-runs reads each run's table (rows keyed on the matched machine key, MACHINE) and hands
+both here: `rows_calibration` matches the rows, counts each run's decided rows per mode, and
+judges the common shift and the spread about it (crossrun_judge.rows_check) with its power.
+Where the runs took a second look at some duets, the check is read against that design replayed
+(`row_design`: a crossrun_power.Design of the matched rows, built from the duets rows both runs
+hold, `base_rows`); a derived row (duets_releases, machines_compared) names its two duets rows,
+so neighbours that share one stay correlated in the replay.
+"""
+import numpy as np
+import pandas as pd
+
+from driver.stats import calibration, crossrun_judge, crossrun_power, verdicts
+
+MACHINE = "machine_key"  # the machine a row belongs to, as both sides are matched
+# what names a row of the tables rows_calibration reads, beside duets' and pairs' (env, cell_id)
+ROW_KEYS = {"duets_releases": ["mode", "api", "input", "left_env", "right_env", "left_keras",
+                               "right_keras"]}
+# a table's estimate, its se, df and verdict columns, where they are not the duets' own
+EST_COLS = {"machines_compared": ("interaction", "interaction_se_log", "interaction_df",
+                                  "machine_effect")}
+# the tables built from duets rows: how each row names its two duets rows (machine, env, keys)
+DERIVED = ("duets_releases", "machines_compared")
+
+
+def agreement(va: pd.Series, vb: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Two runs' verdicts of the same rows (read through verdicts.norm_code): (agree, flipped),
+    flipped = a direction called in both runs, not the same one."""
+    a, b = va.map(verdicts.norm_code), vb.map(verdicts.norm_code)
+    agree = a == b
+    return agree, a.isin(verdicts.DECIDED) & b.isin(verdicts.DECIDED) & ~agree
+
+
+def estimates(tab: pd.DataFrame, table: str) -> pd.DataFrame:
+    """tab with log_ratio, se_log, df and verdict as the check reads them."""
+    if table not in EST_COLS:
+        return tab
+    est, se, dof, verdict = EST_COLS[table]
+    return tab.assign(log_ratio=np.log(tab[est].astype(float)), se_log=tab[se], df=tab[dof],
+                      verdict=tab[verdict])
+
+
+def base_rows(tabs) -> pd.DataFrame | None:
+    """The duets rows both runs hold, as the design replays them: mean, sd of one duet, n1, n2
+    (None where a table lacks the design's columns: tables from before two looks)."""
+    need = {"n_look1", "n_max", "sd_log", "log_ratio", MACHINE}
+    if any(t.empty or not need <= set(t.columns) for t in tabs):
+        return None
+    keys = [MACHINE, "env", "cell_id"]
+    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    both = both[np.isfinite(both[["sd_log_a", "sd_log_b", "log_ratio_a", "log_ratio_b",
+                                  "n_look1_a", "n_max_a"]].astype(float)).all(axis=1)]
+    both = both.assign(mu=(both["log_ratio_a"] + both["log_ratio_b"]) / 2,
+                       sigma=np.sqrt((both["sd_log_a"] ** 2 + both["sd_log_b"] ** 2) / 2),
+                       n1=np.maximum(both["n_look1_a"], both["n_look1_b"].fillna(0)).astype(int),
+                       n2=np.maximum(both["n_max_a"], both["n_max_b"].fillna(0)).astype(int))
+    return both.reset_index(drop=True)
+
+
+def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: float = 0.05,
+               margin: float = 0.10, alpha_eq: float = 0.05):
+    """The two-look design of the matched rows `both` (crossrun_power.Design), or None where
+    the runs had one look or the rows cannot all be traced to their duets rows."""
+    if base is None or not len(base) or not (base["n2"] > base["n1"]).any():
+        return None
+    kw = dict(q=q, margin=margin, alpha_eq=alpha_eq)
+    index = {k: i for i, k in enumerate(zip(base[MACHINE], base["env"], base["cell_id"]))}
+    cols = (base["mu"], base["sigma"], base["n1"], base["n2"])
+    if table not in DERIVED:
+        rows = [index.get(k) for k in zip(both[MACHINE], both["env"], both["cell_id"])]
+        if any(r is None for r in rows):
+            return None
+        return crossrun_power.Design(*(np.asarray(c)[rows] for c in cols), **kw)
+    if table == "machines_compared":
+        pairs = [(index.get((f"{m.split(' vs ')[0]}", e, c)),
+                  index.get((f"{m.split(' vs ')[-1]}", e, c)))
+                 for m, e, c in zip(both[MACHINE], both["env"], both["cell_id"])]
+    else:  # duets_releases: each side's duets row by machine, env, mode, api, input, keras
+        by = {(m, e, mo, a, i, k): n for n, (m, e, mo, a, i, k) in enumerate(zip(
+            base[MACHINE], base["env"], base["mode_a"], base["api_a"], base["input_a"],
+            base["keras_a"]))}
+        pairs = [(by.get((m, le, mo, a, i, lk)), by.get((m, re, mo, a, i, rk)))
+                 for m, le, re, mo, a, i, lk, rk in zip(
+                     both[MACHINE], both["left_env"], both["right_env"], both["mode"],
+                     both["api"], both["input"], both["left_keras"], both["right_keras"])]
+    if not pairs or any(a is None or b is None for a, b in pairs):
+        return None
+    left, right = zip(*pairs)
+    return crossrun_power.Design(*cols, left=left, right=right, **kw)
+
+
+def decided_by_mode(tabs) -> dict:
+    """{mode: {"a"|"b": {"decided", "rows"}}}: each run's rows with a verdict, per mode."""
+    decided = {}
+    for name, tab in zip("ab", tabs):
+        if tab.empty or "mode" not in tab.columns:
+            continue
+        for mode, part in tab.groupby("mode"):
+            decided.setdefault(mode, {})[name] = {
+                "decided": int(part["verdict"].isin([*verdicts.DECIDED, verdicts.EQUIVALENT,
+                                                     "differs", "same"]).sum()),
+                "rows": int(len(part))}
+    return decided
+
+
+def rows_calibration(tabs, base_tabs, table: str, level: float = 0.95,
+                     sims: int = crossrun_judge.SIMS) -> dict:
+    """Two runs' rows of `table` (tabs: the two tables, keyed on MACHINE; base_tabs: the two
+    duets tables, or pairs for table="pairs", the rows the design replays; a run without the
+    table: an empty DataFrame) matched and judged: see compare_runs.duets_calibration, which
+    reads them."""
+    tabs = [estimates(t, table) if len(t.columns) else t for t in tabs]
+    decided = decided_by_mode(tabs)
+    if any(t.empty for t in tabs):
+        return {"matched": 0, "beyond": calibration.rate(0, 0, 1 - level), "ok": False,
+                "decided": decided}
+    keys = [MACHINE] + ROW_KEYS.get(table, ["env", "cell_id"])
+    both = tabs[0].merge(tabs[1], on=keys, suffixes=("_a", "_b"))
+    good = np.isfinite(both[["log_ratio_a", "log_ratio_b", "se_log_a", "se_log_b"]]
+                       .astype(float)).all(axis=1) & (both["se_log_a"] ** 2
+                                                      + both["se_log_b"] ** 2 > 0)
+    both = both[good].reset_index(drop=True)
+    for side in ("a", "b"):  # the derived tables' axes, under their plain names
+        for c in ("mode", "api", "input"):
+            if f"{c}_{side}" in both.columns and c not in both.columns:
+                both[c] = both[f"{c}_{side}"]
+    cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
+            both["se_log_b"], both["df_b"])
+    out = calibration.cross_run(*cols, level)
+    base = base_rows(base_tabs)
+    design = row_design(both, table, base)
+    check = crossrun_judge.rows_check(*cols, centre=False, sims=sims, design=design)
+    if base is not None and (base["n2"] > base["n1"]).any() and check.get("design") is None:
+        check["design_note"] = ("the runs had two looks but not every row could be traced to "
+                                "its duets rows: the check and its power below are one look's, "
+                                "whose size under two looks is larger than stated")
+    agree, flipped = agreement(both["verdict_a"], both["verdict_b"])
+    same = {"k": int(agree.sum()), "n": int(len(agree)), "flips": int(flipped.sum())}
+    return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
+            "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same,
+            "design": "two looks" if design is not None else "one look"}
