@@ -30,7 +30,7 @@ QUESTION = {"Training in the TF 1-style graph": "graph", "Training with Keras 3,
 ORDER = ("graph", "keras3", "keras2", "inference")
 # the inference parts' mode words, as TF users know the modes (page, RESULTS.md and README alike)
 MODE_OF_WORD = {"eager": "eager", "TF 1-style graph": "graph", "graph": "graph"}
-# what the answer did not measure: fit() over an epoch with Keras 3 (statements.fit_note)
+# what the answer did not measure: fit() over an epoch with Keras 3 (claim_lines.fit_note)
 NOTE = "Not in this answer"
 NOTE_PART = re.compile(r"^(?P<word>.+?), (?P<lo>\d+\.\d\d)(?:–(?P<hi>\d+\.\d\d))?x "
                        r"\(TF (?P<vers>[^)]*)\)$")

@@ -12,19 +12,13 @@ with the rows it covers):
 The training claims come from the duets table (each version timed in turns beside TF 1 in two
 live workers, driver/tables/duets.py) and, where a study has no duets, from the tf2_vs_tf1
 table's like-for-like rows; inference from call_vs_predict."""
-from driver.report.statements import (
-    by_question,
-    claims,
-    fit_note,
-    intro,
-    machine_keys,
-    machine_names,
-)
+from driver.report.claim_lines import by_question, fit_note, intro
+from driver.report.statements import claims, machine_keys, machine_names
 
 
 def questions(tabs: dict, min_effect: float, reference: str, facts: dict | None = None) -> dict:
     """{"items": [question], "claims": [Claim], "machines": [key], "names": {key: plain name},
-    "intro": the line above, "fit": what the answer did not measure (statements.fit_note, or
+    "intro": the line above, "fit": what the answer did not measure (claim_lines.fit_note, or
     None), "source": "duets" | "cells"}: per question (by_question) its label and one line per
     machine, in the page's order. `facts`: facts.json's "machines" (the CPU model and cores of
     each key), else cells.csv names them."""

@@ -9,15 +9,16 @@ the machine in plain words ("<cores>-core <CPU>: mostly faster—<k> of <n> (<lo
 slower (<r>x: TF <v>)"), so that a machine more adds a part, not a list of lines: each part
 says its answer first, then each group's count, its verdict word (one of four) and the range of
 its own rows, and the version where it holds one row. Then what the answer did not measure
-(statements.fit_note)."""
+(claim_lines.fit_note)."""
 from pathlib import Path
 
 import pandas as pd
 
 from driver.report.answer import like_for_like
+from driver.report.claim_lines import fit_markdown
 from driver.report.fmt import col, text
 from driver.report.questions import questions
-from driver.report.statements import DASH, answer_word, fit_markdown, mode_groups, says_first, span_text, word
+from driver.report.statements import DASH, answer_word, mode_groups, says_first, span_text, word
 from driver.tables.results import Results
 from tfspeed import atomic
 

@@ -5,10 +5,11 @@ import pandas as pd
 
 from driver.report import answer, duet_checks
 from driver.report.bottom_line import bottom_line, more_lines
+from driver.report.claim_lines import fit_markdown, line_markdown
 from driver.report.fmt import wall_text
 from driver.report.questions import questions
 from driver.report.sections import machines as machines_section
-from driver.report.statements import MODES, fit_markdown, line_markdown, machine_names
+from driver.report.statements import MODES, machine_names
 from driver.stats.verdicts import verdict_word
 from driver.tables.results import Results
 from tfspeed.versions import version_tuple

@@ -25,9 +25,9 @@ from answer_check import (
 )
 
 from driver.report import readme_block
+from driver.report.claim_lines import line_markdown
 from driver.report.questions import questions
 from driver.report.results_page import answer_lines
-from driver.report.statements import line_markdown
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"
@@ -369,7 +369,7 @@ def test_the_report_and_the_page_print_the_same_claims():
 
 def test_first_screen_tallies_read_true_and_planted_miscounts_fail():
     """The first screen of several machines says each claim's answer and counts alone
-    (statements.tally): every count recomputed from the planted rows; a moved count, a wrong
+    (claim_lines.tally): every count recomputed from the planted rows; a moved count, a wrong
     total, a kind left out and another machine's counts are caught."""
     keys = ["amd-epyc-2c-a59bbdd3", "intel-xeon-2c-4db20bbf"]
     tabs = tables(keys)

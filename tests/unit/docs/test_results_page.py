@@ -15,8 +15,8 @@ from markupsafe import escape
 
 from driver.report import answer, results_page
 from driver.report.bottom_line import bottom_line, more_lines
+from driver.report.claim_lines import line_markdown
 from driver.report.questions import questions
-from driver.report.statements import line_markdown
 from driver.tables import bundle
 
 REPO = Path(__file__).resolve().parents[3]

@@ -223,7 +223,8 @@ def test_machines_in_plain_words():
     """A machine is named by its CPU and cores ('2-core AMD EPYC'), from facts.json, else from
     cells.csv's cpu_model and the key's cores; two of one name are told apart; the key stays
     where there is no CPU model."""
-    from driver.report.statements import cpus_text, machine_names
+    from driver.report.claim_lines import cpus_text
+    from driver.report.statements import machine_names
 
     facts = {"amd-epyc-2c-a59bbdd3": {"cpu_model": "AMD EPYC", "cpu_count": 2}}
     cells = pd.DataFrame({"machine": ["intel-xeon-4c-1", "intel-xeon-4c-2", "x"],
