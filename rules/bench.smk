@@ -129,6 +129,8 @@ checkpoint plan_round:
         max_repeats=ALLOCATION["max_repeats"],
         budget_s=ALLOCATION["budget_s"],
         time_budget_s=TIME_BUDGET_S,
+        # a round below `repeats` (time budget only): all of these, or none
+        every_slot=lambda wildcards: PLAN.slot_keys(PLAN.first_round_slots()),
     script:
         "../scripts/plan_round.py"
 

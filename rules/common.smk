@@ -68,7 +68,7 @@ def all_duet_files(machine):
 def round_slots(machine, rep):
     """Round `rep`'s slots: every cell and twin in the first `repeats` rounds; after them, what
     the checkpoint plan_round chose (possibly none)."""
-    if rep < REPEATS:
+    if PLAN.fixed_round(rep):
         return PLAN.first_round_slots()
     chosen = checkpoints.plan_round.get(machine=machine, rep=rep).output.plan
     with open(chosen) as handle:
@@ -89,7 +89,7 @@ def round_plan(wildcards):
 
 def extra_round_plan(wildcards):
     """An extra round's order is planned from the allocation's choice (the checkpoint)."""
-    if int(wildcards.rep) < REPEATS:
+    if PLAN.fixed_round(int(wildcards.rep)):
         return []
     return [checkpoints.plan_round.get(**wildcards).output.plan]
 
@@ -109,9 +109,10 @@ def cell_files(rep=None, machine=None):
 
 
 def first_round_cell_files(machine):
-    """The cell files of the first `repeats` rounds (twins too), done or not: the second look's
-    plan counts them against the time budget (scripts/plan_duets.py)."""
-    return [f for r in range(REPEATS) for f in cell_files(r, machine)]
+    """The cell files of the rounds every cell runs (round 0 with a time budget; twins too), done
+    or not: the second look's plan counts them against the budget (scripts/plan_duets.py)."""
+    fixed = [r for r in range(REPEATS) if PLAN.fixed_round(r)]
+    return [f for r in fixed for f in cell_files(r, machine)]
 
 
 def files_before_round(wildcards):

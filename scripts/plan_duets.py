@@ -60,9 +60,7 @@ else:
                       "first_round_cells_reserved_s": reserved, "cell_process": cost,
                       "available_s": available,
                       "second_look_s": sum(r["cost_s"] for r in chosen),
-                      "not_reached_s": extra_s,
-                      "continue": (second_look.continue_command(p.time_budget_s / 60.0, extra_s)
-                                   if not_reached else None)}
+                      "not_reached_s": extra_s}
 plan["open"] = sorted([r["env"], r["cell_id"]] for r in chosen)
 plan["chosen"] = chosen
 plan["not_reached"] = not_reached

@@ -1,7 +1,8 @@
 """One budget that holds, and a run that continues (docs/design.md "One budget"): a study whose
-time budget leaves no room for the duets' second look lists its open rows as not reached, with the
-minutes and the command that would reach them; running that command continues the same run: the
-not-reached rows get their second look, and no finished duet or cell is run again."""
+time budget leaves no room for the duets' second look, nor for the cells' second round, lists them
+as not reached, with the minutes and the command that would reach them; running that command
+continues the same run: the not-reached rows get their second look, the cells their second round,
+and no finished duet or cell is run again."""
 import shlex
 
 import pandas as pd
@@ -13,8 +14,8 @@ pytestmark = pytest.mark.e2e
 
 def config(budget_min):
     return quick_config(
-        envs=["tf1.14", "tf2.21"], probe={"processes": 0}, twins=0, repeats=1,
-        duets={"modes": ["graph"], "api": "train_on_batch", "replicates": 2, "max_replicates": 3,
+        envs=["tf1.14", "tf2.21"], probe={"processes": 0}, twins=0, repeats=2,
+        duets={"modes": ["graph", "eager"], "api": "train_on_batch", "replicates": 2, "max_replicates": 3,
                "aa": False, "graph_vs_eager": 0, "windows": 2, "window_s": 0.05},
         pairs={"tables": []}, models={}, data={}, time_budget_min=budget_min,
         grids=[{"name": "g", "envs": ["tf1.14", "tf2.21"], "pairs": [["small", "small"]],
@@ -33,9 +34,18 @@ def test_a_run_beyond_its_budget_says_what_is_left_and_its_command_continues_it(
     snakemake(work, first, "--cores", "2", check=True)
     left = pd.read_csv(work / "results/tables/not_decided.csv")
     reached = left[left.state == "not reached"]
-    # two replicates cannot decide a row (df 1): every row is open, none fits 0.6 s of budget
-    assert len(reached) == 1 and (reached.replicates == 1).all() and (reached.minutes > 0).all()
+    # nothing fits 0.6 s of budget: every row open after its first look (two replicates, df 1,
+    # seldom decide) is listed, and the cells' second round
+    duets = pd.read_csv(work / "results/tables/duets.csv")
+    still = duets[(duets.n < duets.n_max) & (duets.verdict == "undecided")]
+    rows = reached[reached.paired_table == "duets"]
+    assert sorted(rows.env + rows.cell_id) == sorted(still.env + still.cell_id)
+    assert (rows.replicates == 1).all() and (reached.minutes > 0).all()
+    cells = reached[reached.paired_table == "cells"]
+    assert list(cells.cell_id) == ["round 1"] and list(cells.replicates) == [2]
+    assert not list((work / "results/cells").rglob("*.r1.json"))
     command = reached.command.iloc[0]
+    assert (reached.command == command).all()
     assert command.startswith('make study ARGS="--config time_budget_min=')
     before = timed_files(work)
     # the command's --config on the same study (make study ARGS="..." is snakemake ... ARGS)
@@ -43,7 +53,9 @@ def test_a_run_beyond_its_budget_says_what_is_left_and_its_command_continues_it(
     snakemake(work, first, "--cores", "2", *args, check=True)
     after = timed_files(work)
     assert all(after[p] == t for p, t in before.items())  # nothing finished ran again
-    added = sorted(p.name for p in set(after) - set(before))
-    assert added == [n for n in added if n.endswith(".r2.json")] and len(added) == 1
+    added = sorted(str(p.relative_to(work / "results")) for p in set(after) - set(before))
+    # each not-reached duets row's third replicate and the two cells' second round
+    assert [a.split("/")[0] + a[-8:] for a in added] == \
+        ["cells.r1.json"] * 2 + ["duets.r2.json"] * len(rows)
     again = pd.read_csv(work / "results/tables/not_decided.csv")
     assert not (again.state == "not reached").any()

@@ -255,6 +255,13 @@ class StudyPlan:
     def env_file(self, env):
         return self.env_specs[env]["path"]
 
+    def fixed_round(self, rep):
+        """Whether round `rep` runs every cell and twin without a plan: round 0 always; rounds 1 ..
+        repeats - 1 too without a time budget. With one, they are planned (checkpoint
+        plan_round): each runs in full while the budget left allows it, after the paired rows'
+        second look (driver/study/budget.py)."""
+        return rep == 0 or (rep < self.repeats and self.time_budget_s is None)
+
     def rounds(self):
         """Every round the study may run: the first `repeats`, then the allocation's extra ones."""
         return range(self.repeats + self.extra_rounds)
@@ -271,6 +278,11 @@ class StudyPlan:
         return [order.Slot(key[0], key[1], key[2:] == ["twin"]) for key in chosen
                 if (key[0], key[1]) in self.cell_by_id]
 
+    @staticmethod
+    def slot_keys(slots):
+        """Slots as plan_round writes them: [env, cell_id], or [env, cell_id, "twin"]."""
+        return [[s.env, s.cell_id] + (["twin"] if s.twin else []) for s in slots]
+
     def round_order(self, slots, rep):
         """The round's slots in their planned order (driver/study/order.py), and each position."""
         ordered = order.plan_order(slots, self.reference_env, self.seed, rep)
@@ -284,7 +296,7 @@ class StudyPlan:
         """The order file of every round the study runs: the first `repeats`, then each extra
         round whose slots (`slots_of(machine, rep)`: the allocation's choice) are not empty."""
         return [layout.order_path(machine, r) for r in self.rounds()
-                if r < self.repeats or slots_of(machine, r)]
+                if self.fixed_round(r) or slots_of(machine, r)]
 
     def cell_files(self, machine, slots_of, rep=None):
         """The cell files of round `rep`, or of every round until one has no slots; `slots_of`
@@ -405,7 +417,8 @@ class StudyPlan:
     def job_counts(self):
         """Jobs of the plan as `snakemake -n` counts them in an empty directory (allocation's
         extra rounds are not planned yet): cell processes, duets, env builds."""
-        return {"run_cell": (len(self.cells) + len(self.twins)) * self.repeats,
+        fixed = sum(self.fixed_round(r) for r in range(self.repeats))
+        return {"run_cell": (len(self.cells) + len(self.twins)) * fixed,
                 "run_duet": sum(d.weight for d in self.timed_duets)
                 * self.duet_settings["replicates"],
                 "build_env": 0 if self.conda else len(self.built_envs())}

@@ -17,9 +17,9 @@ the two-look levels of driver/stats/sequential.py are computed for) when it fits
 left, in the order of its chance to be decided per second (`decide_chance` over its cost): the
 rows closest to a decision per second first. The rows that do not fit are not started; the plan
 lists them with the replicates and minutes that would give them their second look, so that a run
-of the same study with a larger budget continues this one (`continue_command`): finished duets
-and cells are kept, and the checkpoint, given the same first look, chooses the same rows and then
-the ones this run left out.
+of the same study with a larger budget continues this one (driver/tables/not_decided.py gives the
+command): finished duets and cells are kept, and the checkpoint, given the same first look,
+chooses the same rows and then the ones this run left out.
 """
 import math
 from collections.abc import Iterable, Mapping
@@ -30,16 +30,23 @@ from scipy import stats as sps
 from driver.stats.sequential import looks
 
 
-def job_gap_s(duets: Iterable[Mapping]) -> float:
+def job_gap_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = ()) -> float:
     """Seconds between one timing job's end and the next one's start (the orchestrator's share of a
-    replicate), the median over consecutive duets of this machine; 0 without two."""
+    replicate): the median over consecutive timing jobs of this machine (duets and cell
+    processes, in the order they started) of the gaps under MAX_GAP_S (a longer one is a pause:
+    a checkpoint, an env build, the end of a run); 0 without two."""
     import datetime
 
-    timed = sorted((datetime.datetime.fromisoformat(d["started_utc"]), float(d["wall_s"]))
-                   for d in duets if d.get("started_utc") and d.get("wall_s") is not None)
+    jobs = [(d.get("started_utc"), d.get("wall_s")) for d in duets]
+    jobs += [(c.get("started_utc"), (c.get("provenance") or {}).get("cell_wall_s")) for c in cells]
+    timed = sorted((datetime.datetime.fromisoformat(t), float(w)) for t, w in jobs
+                   if t and w is not None)
     gaps = [(b[0] - a[0]).total_seconds() - a[1] for a, b in zip(timed, timed[1:])]
-    gaps = [g for g in gaps if 0 <= g < 60]  # a pause (a plan, a checkpoint) is not a job's gap
+    gaps = [g for g in gaps if 0 <= g < MAX_GAP_S]
     return float(median(gaps)) if gaps else 0.0
+
+
+MAX_GAP_S = 5.0
 
 
 def _side_ready_s(ready: Mapping) -> float | None:
@@ -58,7 +65,8 @@ def cell_process_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = (),
     time of its cells where it has any, else the mean over its duets' sides of what a fresh
     worker takes before timing plus `sampling_s` (config stop.budget_s); the job gap on top."""
     duets = [d for d in duets if d.get("status") == "ok"]
-    gap = job_gap_s(duets)
+    cells = list(cells)
+    gap = job_gap_s(duets, cells)
     walls = [float((c.get("provenance") or {}).get("cell_wall_s") or 0) for c in cells]
     walls = [w for w in walls if w > 0]
     if walls:
@@ -115,8 +123,3 @@ def choose(rows: Iterable[Mapping], available_s: float) -> tuple[list[dict], lis
             not_reached.append(dict(row))
     return chosen, not_reached
 
-
-def continue_command(budget_min: float, extra_s: float) -> str:
-    """The command that continues a run with the minutes its not-reached rows need."""
-    minutes = int(math.ceil((float(budget_min) + extra_s / 60.0)))
-    return f'make study ARGS="--config time_budget_min={minutes}"'

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from driver.study import layout, record
-from driver.study.budget import extra_budget_s
+from driver.study.budget import extra_budget_s, spent_s
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
@@ -74,9 +74,11 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
         alpha_equivalence=alpha_equivalence)
     tables["machines_compared"] = machines_compared_table(
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
+    duet_machines = {layout.base_machine(d["machine"]) for d in duet_records}
     tables["not_decided"] = not_decided_table(
-        tables, read_plans({layout.base_machine(d["machine"]) for d in duet_records}),
-        min_effect=min_effect, alpha_equivalence=alpha_equivalence, q=q)
+        tables, read_plans(duet_machines), min_effect=min_effect,
+        alpha_equivalence=alpha_equivalence, q=q,
+        spent={m: spent_s(records, duet_records, m) for m in duet_machines})
     if allocation and not cells.empty:
         budget = extra_budget_s(records, allocation["repeats"], allocation["budget_s"],
                                 allocation.get("time_budget_s"), allocation.get("machine"),

@@ -1,10 +1,12 @@
 """The not_decided table: the paired rows a run left undecided, and what more time would decide.
 
 Two kinds of row, per machine (docs/design.md "One budget"):
-- `not reached`: open after the first look, but their second look did not fit the time budget
-  (the plan of scripts/plan_duets.py lists them); `replicates` and `minutes` are what their second
-  look costs at this run's measured duet time, and `command` is the run's continuation (the same
-  study with that much more budget: finished duets and cells are kept);
+- `not reached`: a paired row open after the first look whose second look did not fit the
+  time budget (scripts/plan_duets.py lists them), or a round of the cells that did not fit
+  (paired_table "cells", cell_id "round r", scripts/plan_round.py); `replicates` and `minutes`
+  are what that look (or round) costs at this run's measured times, and `command` is the run's
+  continuation: the same study with the budget plus every not-reached row's minutes (finished
+  duets and cells are kept);
 - `open after the second look`: the design's replicates ran and the row is still undecided;
   `replicates` is about how many more would decide it if its measured mean and spread held (the
   difference test's half-width below its distance from 1, or the equivalence test's half-width
@@ -48,20 +50,47 @@ def replicates_to_decide(mean: float, sd: float, margin: float, alpha: float = 0
 
 
 def read_plans(machines: Iterable[str]) -> dict:
-    """Each machine's second-look plan (results/duet_plans/<machine>.json), where it exists."""
+    """Each machine's second-look plan (results/duet_plans/<machine>.json), where it exists, with
+    `rounds`: its cells' round plans that were not reached (results/rounds/<machine>/)."""
     plans = {}
     for machine in machines:
         path = Path(layout.DUET_PLAN_PATTERN.format(machine=machine))
         if path.exists():
             plans[machine] = json.loads(path.read_text())
+        rounds = []
+        for found in sorted(Path(layout.PLAN_PATTERN.format(machine=machine, rep=0)).parent
+                            .glob("round*.json")):
+            plan = json.loads(found.read_text())
+            if plan.get("not_reached"):
+                rounds.append(dict(plan["not_reached"], round=plan.get("round")))
+        if rounds:
+            plans.setdefault(machine, {})["rounds"] = rounds
     return plans
+
+
+def continuation(plan: Mapping, extra_s: float, spent_s: float = 0.0) -> str | None:
+    """The command that continues a machine's run: a budget of what it has spent (or its budget,
+    if more: the first looks and round 0 always run, so a run may spend more) plus `extra_s`."""
+    budget = (plan.get("budget") or {}).get("time_budget_s")
+    if not budget or extra_s <= 0:
+        return None
+    minutes = int(math.ceil(max(float(budget), float(spent_s)) / 60.0 + extra_s / 60.0))
+    return f'make study ARGS="--config time_budget_min={minutes}"'
 
 
 def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Mapping],
                       min_effect: float = 0.10, alpha_equivalence: float = 0.05,
-                      q: float = 0.05) -> pd.DataFrame:
-    """One row per undecided paired row (see the module docstring)."""
+                      q: float = 0.05, spent: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per undecided paired row (see the module docstring); `spent`: each machine's
+    seconds spent so far (driver/study/budget.py: spent_s), for the continuation's budget."""
     out = []
+    for machine, plan in plans.items():
+        for cells_round in plan.get("rounds") or []:
+            out.append({"machine": machine, "paired_table": "cells", "table": None, "env": None,
+                        "cell_id": "round %d" % cells_round["round"], "state": NOT_REACHED,
+                        "n": math.nan, "n_max": math.nan, "sd_log": math.nan, "ratio": math.nan,
+                        "replicates": cells_round["processes"],
+                        "minutes": cells_round["minutes"], "chance": math.nan, "command": None})
     for family in FAMILIES:
         table = tables.get(family)
         if table is None or table.empty:
@@ -81,7 +110,7 @@ def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Ma
                 left = reached[key]
                 out.append(dict(base, state=NOT_REACHED, replicates=int(row["n_max"] - row["n"]),
                                 minutes=left["cost_s"] / 60.0, chance=left.get("chance"),
-                                command=(plan.get("budget") or {}).get("continue")))
+                                command=None))
                 continue
             need = replicates_to_decide(row["log_ratio"], row["sd_log"], min_effect, q,
                                         alpha_equivalence)
@@ -89,4 +118,13 @@ def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Ma
             out.append(dict(base, state=STILL_OPEN, replicates=more,
                             minutes=math.nan if more is None else more * wall / 60.0,
                             chance=math.nan, command=None))
+    # one command per machine: its budget with every not-reached row's minutes (paired rows and
+    # the cells' rounds; the rounds' plans are rewritten by the continuation too)
+    for machine, plan in plans.items():
+        mine = [r for r in out if layout.base_machine(r["machine"]) == machine
+                and r["state"] == NOT_REACHED]
+        command = continuation(plan, 60.0 * sum(float(r["minutes"]) for r in mine),
+                               (spent or {}).get(machine, 0.0))
+        for r in mine:
+            r["command"] = command
     return pd.DataFrame(out, columns=COLUMNS)

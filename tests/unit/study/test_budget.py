@@ -34,3 +34,22 @@ def test_duets_count_against_the_time_budget():
     assert budget.extra_budget_s(recs, 1, 60.0, 300.0, "m") == 200.0
     assert budget.extra_budget_s(recs, 1, 60.0, 120.0, "m", duets=duets) == 0.0
     assert budget.duets_s(duets) == 1050.0
+
+
+def test_a_budgeted_round_runs_whole_while_it_fits_else_not_at_all():
+    from driver.study.budget import next_full_round
+
+    cells = [{"machine": "m", "repeat": 0, "provenance": {"cell_wall_s": 3.0}}
+             for _ in range(10)]
+    duets = [{"machine": "m", "status": "ok", "wall_s": 6.0,
+              "started_utc": f"2026-11-28T10:00:{7 * i:02d}"} for i in range(5)]  # gap 1 s
+    slots = [["tf1.14", f"c{i}"] for i in range(10)]
+    # spent: 10 cells (3 s + 1 s gap) and 5 duets (6 s + 1 s) = 75 s; the round: 10 x 4 s
+    fits = next_full_round(cells, duets, slots, 115.0, "m")
+    assert fits["cells"] == slots and fits["spent_s"] == 75.0 and fits["predicted_s"] == 40.0
+    short = next_full_round(cells, duets, slots, 114.0, "m")
+    assert short["cells"] == [] and short["not_reached"] == {"processes": 10,
+                                                             "minutes": 40.0 / 60.0}
+    # another machine's files do not count
+    other = [dict(c, machine="x") for c in cells]
+    assert next_full_round(cells + other, duets, slots, 115.0, "m")["cells"] == slots

@@ -78,6 +78,9 @@ def test_cell_process_cost_from_cells_else_from_duets():
     duets = [{"status": "ok", "wall_s": 8.0, "started_utc": f"2026-11-28T10:00:{10 * i:02d}",
               "ready": {s: {"import_s": 2.0, "build_s": 0.1, "first_call_s": 0.3,
                             "warmup_s": 0.4} for s in ("left", "right")}} for i in range(5)]
+    # a pause (a checkpoint, the end of one run and a continuation's start) is not a job's gap
+    paused = duets + [dict(duets[0], started_utc="2026-11-28T10:01:20")]
+    assert second_look.job_gap_s(paused) == pytest.approx(2.0)
     from_duets = second_look.cell_process_s(duets, [], sampling_s=0.5)
     assert from_duets["source"] == "duets"
     assert from_duets["job_gap_s"] == pytest.approx(2.0)  # starts 10 s apart, 8 s each
@@ -104,12 +107,18 @@ def test_not_decided_lists_not_reached_and_open_rows_with_what_would_decide_them
                           table_row("tf2.3", "left_faster", 10, 10, -0.3, 0.05)])
     plans = {"m": {"not_reached": [{"env": "tf2.1", "cell_id": "c", "cost_s": 36.0,
                                     "chance": 0.4}],
-                   "budget": {"continue": 'make study ARGS="--config time_budget_min=53"'}}}
+                   "budget": {"time_budget_s": 3000.0},
+                   "rounds": [{"round": 1, "processes": 159, "minutes": 9.3}]}}
     table = not_decided_table({"duets": duets}, plans).set_index("env")
+    cells = table[table.paired_table == "cells"]
+    assert list(cells.cell_id) == ["round 1"] and cells.replicates.iloc[0] == 159
+    table = table[table.paired_table != "cells"]
     assert list(table.index) == ["tf2.1", "tf2.2"]  # the decided row is not listed
     assert table.loc["tf2.1", "state"] == NOT_REACHED
     assert table.loc["tf2.1", "replicates"] == 6 and table.loc["tf2.1", "minutes"] == 0.6
-    assert "time_budget_min=53" in table.loc["tf2.1", "command"]
+    # the budget (50 min) plus every not-reached row's minutes (0.6 + 9.3), rounded up
+    assert table.loc["tf2.1", "command"] == 'make study ARGS="--config time_budget_min=60"'
+    assert cells.command.iloc[0] == table.loc["tf2.1", "command"]
     assert table.loc["tf2.2", "state"] == STILL_OPEN
     # 0.12 is outside the margin (log 1.1 = 0.095): the difference test needs 1.96 sd / 0.12
     need = math.ceil((1.959964 * 0.08 / 0.12) ** 2)
