@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tfspeed import models, usermodels
-from tfspeed.backends import kerasnet
+from tfspeed.backends import kerasdata, kerasnet
 
 GOOD = '''
 import os
@@ -39,7 +39,7 @@ def clean_registry():
     saved = models.snapshot()
     yield
     models.restore(saved)
-    kerasnet._USER_BATCHES.clear()
+    kerasdata._USER_BATCHES.clear()
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_a_data_file_gives_the_shape_and_input_kind(folder):
     register({"layers": [["embedding", 10, 4], "gap", ["dense", 1, "sigmoid"]]},
              {"file": "batch.npz", "target": "binary"})
     assert models.DATA["seqs"] == (5, 7) and models.DATA_INPUT["seqs"] == "tokens"
-    x, y = kerasnet.make_data("mine", "seqs")
+    x, y = kerasdata.make_data("mine", "seqs")
     assert x.dtype == np.int32 and x.shape == (5, 7) and y.shape == (5, 1) and y.sum() == 5
 
 
@@ -189,13 +189,13 @@ def test_a_data_file_changed_after_planning_is_refused_in_the_cell(folder):
     register({"layers": [["dense", 1, "sigmoid"]]}, {"file": "d.npy"})
     np.save(folder / "d.npy", np.ones((2, 3), "float32"))
     with pytest.raises(usermodels.BuilderError, match="changed since the study was planned"):
-        kerasnet.make_data("mine", "seqs")
+        kerasdata.make_data("mine", "seqs")
 
 
 def test_a_data_function_returns_the_batch_it_declares(folder):
     register({"layers": [["dense", 1, "sigmoid"]]},
              {"builder": "my_model.py:make_batch", "batch": 4, "shape": [6, 2]})
-    x, y = kerasnet.make_data("mine", "seqs")
+    x, y = kerasdata.make_data("mine", "seqs")
     assert x.shape == (4, 6, 2) and y.shape == (4, 1)
     # a function that returns another shape than the config says fails the cell, naming both
     (folder / "my_model.py").write_text(GOOD.replace("tuple(data.shape)", "(6, 3)"))
@@ -203,7 +203,7 @@ def test_a_data_function_returns_the_batch_it_declares(folder):
              {"builder": "my_model.py:make_batch", "batch": 4, "shape": [6, 2]})
     with pytest.raises(usermodels.BuilderError, match=r"returned x of shape \[4, 6, 3\]; the "
                        r"data says batch and shape \[4, 6, 2\]"):
-        kerasnet.make_data("mine", "seqs")
+        kerasdata.make_data("mine", "seqs")
 
 
 # ------------------------------------------------------------ in the cell's process (no TF)
@@ -255,7 +255,7 @@ def test_an_output_that_does_not_fit_the_targets_is_refused(folder):
                        r"not fit binary targets: it needs \(batch, 1\)"):
         built(folder, "build", units=3)
     models.restore(models.snapshot())
-    kerasnet._USER_BATCHES.clear()
+    kerasdata._USER_BATCHES.clear()
     sparse = dict(SEQS, target="sparse", classes=5)
     with pytest.raises(usermodels.BuilderError, match="units >= the 5 classes"):
         built(folder, "build", units=3, loss="sparse_categorical_crossentropy", data=sparse)

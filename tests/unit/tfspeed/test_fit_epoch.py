@@ -3,7 +3,7 @@ real cells run in the quick study (tests/e2e/test_workflow.py: per-step samples,
 import numpy as np
 
 from tfspeed import cells
-from tfspeed.backends import kerasnet
+from tfspeed.backends import kerassteps
 
 
 class History:
@@ -25,20 +25,20 @@ class Net:
 def test_numpy_epoch_is_the_batch_stacked_steps_times_in_one_call():
     x, y = np.ones((32, 14, 3), "float32"), np.zeros((32, 1), "float32")
     net = Net()
-    step = kerasnet.numpy_steps(net, x, y, "fit_epoch", steps_per_call=7)
+    step = kerassteps.numpy_steps(net, x, y, "fit_epoch", steps_per_call=7)
     assert step() == 0.5 and len(net.calls) == 1
     (xs, ys), kwargs = net.calls[0]
     assert xs.shape == (7 * 32, 14, 3) and ys.shape == (7 * 32, 1)
     assert kwargs == {"batch_size": 32, "epochs": 1, "verbose": 0, "shuffle": False}
     # the one-step fit stays one batch a call
-    kerasnet.numpy_steps(net, x, y, "fit")()
+    kerassteps.numpy_steps(net, x, y, "fit")()
     (x1, _), kwargs1 = net.calls[1]
     assert x1.shape == (32, 14, 3) and kwargs1["batch_size"] == 32
 
 
 def test_dataset_epoch_is_steps_per_epoch():
     net = Net()
-    kerasnet.fit_epoch_step(net, "dataset", 200)()
+    kerassteps.fit_epoch_step(net, "dataset", 200)()
     assert net.calls == [(("dataset",), {"steps_per_epoch": 200, "epochs": 1, "verbose": 0})]
 
 

@@ -56,7 +56,7 @@ def _encoder_model():
                           "gap", ["dense", 3, "softmax"]],
                "loss": "sparse_categorical_crossentropy"}},
         {"t": {"batch": 4, "shape": [7], "input": "tokens", "target": "sparse"}})
-    from tfspeed.backends.kerasnet import make_data
+    from tfspeed.backends.kerasdata import make_data
     x, _ = make_data("m", "t")
     return x, samefunction.canonical_weights("m", "t")
 
