@@ -297,6 +297,26 @@ def _manifest(tmp_path):
     return str(path)
 
 
+BIG = dict(MATMUL, data="matmul")  # the left side of a NumPy duet: 1000 x 1000 against MATMUL
+
+
+def _numpy_duet(tmp_path, name, design, *args):
+    """supervise_duet on two sizes of NumPy's product in the numpy-only env (BIG on the left,
+    MATMUL on the right, so the sides cannot be confused), `args` after the machine: the record
+    it writes, checked to be ok."""
+    sys.path.insert(0, SCRIPTS)
+    import supervise_duet
+    manifest, out = _manifest(tmp_path), tmp_path / name
+    supervise_duet.main([
+        "--cell", json.dumps(BIG), "--reference-cell", json.dumps(MATMUL),
+        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
+        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m", *args,
+        "--design", json.dumps(design), "--lock", str(tmp_path / "lock"), "--out", str(out)])
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    return rec
+
+
 @pytest.mark.parametrize("replicate", [0, 1])
 def test_a_pair_file_comes_from_one_worker_with_the_build_order_alternating(tmp_path, replicate):
     """supervise_duet with a design that says `together`: one worker builds both cells (the
@@ -304,20 +324,9 @@ def test_a_pair_file_comes_from_one_worker_with_the_build_order_alternating(tmp_
     confused), the right side first in even replicates; each side's samples from the
     interleaving, the log ratio left / right, the kind `pair`, and the worker left out of the
     other processes named."""
-    sys.path.insert(0, SCRIPTS)
-    import supervise_duet
-    manifest, out = _manifest(tmp_path), tmp_path / "pair.json"
-    big = dict(MATMUL, data="matmul")
-    supervise_duet.main([
-        "--cell", json.dumps(big), "--reference-cell", json.dumps(MATMUL),
-        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
-        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
-        "--replicate", str(replicate), "--windows", "4", "--window-s", "0.02",
-        "--design", json.dumps({"replicates": 2, "max_replicates": 2, "together": True,
-                                "mix_block": 2}),
-        "--lock", str(tmp_path / "lock"), "--out", str(out)])
-    rec = json.loads(out.read_text())
-    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    rec = _numpy_duet(tmp_path, "pair.json", {"replicates": 2, "max_replicates": 2,
+                                              "together": True, "mix_block": 2},
+                      "--replicate", str(replicate), "--windows", "4", "--window-s", "0.02")
     assert rec["kind"] == "pair" and rec["design"]["together"]
     assert rec["built_first"] == ("right" if replicate == 0 else "left")
     assert len(rec["left_windows_s"]) == len(rec["right_windows_s"]) == 1
@@ -331,25 +340,13 @@ def test_a_duet_of_one_env_runs_two_workers_of_two_cells(tmp_path):
     one env's two cells: two workers of the same Python, each built from its own cell (as a
     graph and an eager cell are; here two sizes of NumPy's product, so the sides cannot be
     confused); its row has its own family and a key joining both cells' ids."""
-    sys.path.insert(0, SCRIPTS)
-    import supervise_duet
-
     from driver.tables.duets import family, row_id
-    manifest, out = _manifest(tmp_path), tmp_path / "duet.json"
-    big = dict(MATMUL, data="matmul")
-    supervise_duet.main([
-        "--cell", json.dumps(big), "--reference-cell", json.dumps(MATMUL),
-        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
-        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
-        "--windows", "2", "--window-s", "0.02",
-        "--design", json.dumps({"replicates": 4, "max_replicates": 4}),
-        "--lock", str(tmp_path / "lock"), "--out", str(out)])
-    rec = json.loads(out.read_text())
-    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    rec = _numpy_duet(tmp_path, "duet.json", {"replicates": 4, "max_replicates": 4},
+                      "--windows", "2", "--window-s", "0.02")
     assert rec["kind"] == "duet" and len(rec["left_windows_s"]) == 2
     assert rec["log_ratio"] > math.log(5)
     assert family(rec) == "duets_modes"
-    assert row_id(rec) == tfcells.cell_id(big) + duetplan.PAIR_SEP + tfcells.cell_id(MATMUL)
+    assert row_id(rec) == tfcells.cell_id(BIG) + duetplan.PAIR_SEP + tfcells.cell_id(MATMUL)
 
 
 def test_a_duet_with_forked_workers_says_so_per_side(tmp_path):
@@ -357,24 +354,14 @@ def test_a_duet_with_forked_workers_says_so_per_side(tmp_path):
     (one env here, so one helper), the file says so per side with the helper's pid and its
     children before each, the helper is left out of the other processes named, and the next
     cell's supervisor would find it and ask it to exit (forkserver.stop_helpers)."""
-    sys.path.insert(0, SCRIPTS)
-    import supervise_duet
-
     from driver.study import forkserver
-    manifest, out = _manifest(tmp_path), tmp_path / "duet.json"
-    supervise_duet.main([
-        "--cell", json.dumps(dict(MATMUL, data="matmul")), "--reference-cell", json.dumps(MATMUL),
-        "--rule", json.dumps(RULE), "--manifest", manifest, "--reference-manifest", manifest,
-        "--env", "numpy-only", "--reference-env", "numpy-only", "--machine", "m",
-        "--windows", "2", "--window-s", "0.02", "--owner-pid", str(os.getpid()),
-        "--design", json.dumps({"replicates": 2, "max_replicates": 2, "workers": "fork"}),
-        "--lock", str(tmp_path / "lock"), "--out", str(out)])
-    rec = json.loads(out.read_text())
-    assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+    rec = _numpy_duet(tmp_path, "duet.json", {"replicates": 2, "max_replicates": 2,
+                                              "workers": "fork"},
+                      "--windows", "2", "--window-s", "0.02", "--owner-pid", str(os.getpid()))
     left, right = rec["workers"]["left"], rec["workers"]["right"]
     assert left["forked"] and right["forked"], rec["workers"]
     assert left["helper_pid"] == right["helper_pid"]
     assert (right["helper_children_before"], left["helper_children_before"]) == (0, 1)
     assert left["helper_pid"] not in {p["pid"] for p in rec["foreign_processes"]}
-    folder = forkserver.helpers_dir(str(out), "m")
+    folder = forkserver.helpers_dir(str(tmp_path / "duet.json"), "m")
     assert forkserver.stop_helpers(folder) == [left["helper_pid"]]
