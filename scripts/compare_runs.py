@@ -281,15 +281,7 @@ def duets_pooled(folders, table: str = "duets") -> dict:
     maps = machine_pairing(*(machines_in(r) for r in results))["maps"]
     tabs = [keyed(r.table(table), m) if r.has(table) else pd.DataFrame()
             for r, m in zip(results, maps)]
-    if len(tabs) < 3 or any(t.empty for t in tabs):
-        return {"runs": len(tabs)}
-    keys = [MACHINE, "env", "cell_id"]
-    both = tabs[0][keys + ["log_ratio", "se_log"]]
-    for i, tab in enumerate(tabs[1:], 1):
-        both = both.merge(tab[keys + ["log_ratio", "se_log"]], on=keys, suffixes=("", f"_{i}"))
-    est = both[[c for c in both.columns if c.startswith("log_ratio")]].to_numpy(float)
-    se = both[[c for c in both.columns if c.startswith("se_log")]].to_numpy(float)
-    return dict(crossrun_judge.pooled(est, se), table=table)
+    return crossrun_looks.pooled_rows(tabs, table)
 
 
 def aa_rows(folders, q: float = 0.05, table: str = "duets_aa") -> dict:

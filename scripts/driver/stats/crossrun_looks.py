@@ -7,7 +7,8 @@ judges the common shift and the spread about it (crossrun_judge.rows_check) with
 Where the runs took a second look at some duets, the check is read against that design replayed
 (`row_design`: a crossrun_power.Design of the matched rows, built from the duets rows both runs
 hold, `base_rows`); a derived row (duets_releases, machines_compared) names its two duets rows,
-so neighbours that share one stay correlated in the replay.
+so neighbours that share one stay correlated in the replay. With three runs or more,
+`pooled_rows` tests the runs' offsets together.
 """
 import numpy as np
 import pandas as pd
@@ -141,3 +142,18 @@ def rows_calibration(tabs, base_tabs, table: str, level: float = 0.95,
     return {"matched": int(len(both)), "beyond": out["beyond"], "tau": out["tau"],
             "check": check, "ok": bool(check["ok"]), "decided": decided, "same_verdict": same,
             "design": "two looks" if design is not None else "one look"}
+
+
+def pooled_rows(tabs, table: str) -> dict:
+    """The rows of three or more runs' `table` (tabs, keyed on MACHINE; a run without it: an
+    empty DataFrame) matched by machine, env and cell: their run offsets tested together, with
+    tau and its CI (crossrun_judge.pooled); {"runs"} alone with fewer runs or an empty one."""
+    if len(tabs) < 3 or any(t.empty for t in tabs):
+        return {"runs": len(tabs)}
+    keys = [MACHINE, "env", "cell_id"]
+    both = tabs[0][keys + ["log_ratio", "se_log"]]
+    for i, tab in enumerate(tabs[1:], 1):
+        both = both.merge(tab[keys + ["log_ratio", "se_log"]], on=keys, suffixes=("", f"_{i}"))
+    est = both[[c for c in both.columns if c.startswith("log_ratio")]].to_numpy(float)
+    se = both[[c for c in both.columns if c.startswith("se_log")]].to_numpy(float)
+    return dict(crossrun_judge.pooled(est, se), table=table)
