@@ -110,7 +110,8 @@ def cell_files(rep=None, machine=None):
 
 def first_round_cell_files(machine):
     """The cell files of the rounds every cell runs (round 0 with a time budget; twins too), done
-    or not: the second look's plan counts them against the budget (scripts/plan_duets.py)."""
+    or not: the second look's plan counts them against the budget (scripts/plan_duets.py).
+    """
     fixed = [r for r in range(REPEATS) if PLAN.fixed_round(r)]
     return [f for r in fixed for f in cell_files(r, machine)]
 

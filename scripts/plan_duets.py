@@ -5,7 +5,7 @@ the two-look levels of driver/stats/sequential.py, so that stopping a decided ro
 and finds the rows still undecided (A/A rows included: they are planned as headline rows are,
 or they would not check the procedure). With a time budget (config `time_budget_min`), the rows
 closest to a decision per second get their second look while it fits what the first look and the
-cells' first rounds leave of the budget (driver/study/second_look.py); the others are written as
+cells' first rounds leave of the budget (driver/tables/second_look.py); the others are written as
 not reached, with the minutes that would reach them and the command that continues the run.
 Snakemake then runs the chosen rows' remaining duets (rules/common.smk: all_duet_files).
 """
@@ -18,7 +18,7 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 
-from driver.study import second_look  # noqa: E402
+from driver.tables import second_look  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
 from driver.tables.duets import open_table  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402

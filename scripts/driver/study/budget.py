@@ -4,7 +4,7 @@ machine after its env builds (docs/design.md "One budget"), spent in this order 
 1. the first look of every paired row (the headline's duets, the pairs, their A/A rows) and
    round 0 of the cells (every cell's first process): always run;
 2. the paired rows' second look: the open rows closest to a decision per second, while they fit
-   (driver/study/second_look.py, the checkpoint plan_duets, which reserves round 0's cells not yet
+   (driver/tables/second_look.py, the checkpoint plan_duets, which reserves round 0's cells not yet
    run at this machine's measured cost of a cell process);
 3. rounds 1 .. repeats - 1 of the cells, each whole round while it fits (`next_full_round`);
 4. the allocation's extra rounds (driver/tables/allocation.py) get what is left
@@ -16,7 +16,9 @@ Without a time budget (null), every round below `repeats` runs in full, every op
 second look and the extra rounds get `allocation.budget_s` seconds, as before;
 `allocation.budget_s: 0` turns the extra rounds off in both cases.
 """
+import datetime
 from collections.abc import Iterable, Mapping
+from statistics import median
 
 from driver.study import layout
 
@@ -47,13 +49,28 @@ def extra_budget_s(records: Iterable[Mapping], repeats: int, allocation_budget_s
     return max(0.0, float(time_budget_s) - spent)
 
 
+MAX_GAP_S = 5.0
+
+
+def job_gap_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = ()) -> float:
+    """Seconds between one timing job's end and the next one's start (the orchestrator's share of a
+    replicate): the median over consecutive timing jobs of this machine (duets and cell
+    processes, in the order they started) of the gaps under MAX_GAP_S (a longer one is a pause:
+    a checkpoint, an env build, the end of a run); 0 without two."""
+    jobs = [(d.get("started_utc"), d.get("wall_s")) for d in duets]
+    jobs += [(c.get("started_utc"), (c.get("provenance") or {}).get("cell_wall_s")) for c in cells]
+    timed = sorted((datetime.datetime.fromisoformat(t), float(w)) for t, w in jobs
+                   if t and w is not None)
+    gaps = [(b[0] - a[0]).total_seconds() - a[1] for a, b in zip(timed, timed[1:])]
+    gaps = [g for g in gaps if 0 <= g < MAX_GAP_S]
+    return float(median(gaps)) if gaps else 0.0
+
+
 def spent_s(records: Iterable[Mapping], duets: Iterable[Mapping],
             machine: str | None = None) -> float:
     """Seconds of the study's budget spent so far on `machine` (its base key; None: every
     machine): every cell process's and duet's wall time, and the orchestrator's gap after each
-    (second_look.job_gap_s)."""
-    from driver.study.second_look import job_gap_s
-
+    (job_gap_s)."""
     duets = [d for d in duets if machine is None or layout.base_machine(d["machine"]) == machine]
     mine = [r for r in records if machine is None or layout.base_machine(r["machine"]) == machine]
     walls = [float((r.get("provenance") or {}).get("cell_wall_s") or 0.0) for r in mine]
@@ -67,8 +84,6 @@ def next_full_round(records: Iterable[Mapping], duets: Iterable[Mapping], every_
     (its processes at this machine's median cell process, plus the orchestrator's gap between
     jobs) fits what the budget has left after every cell process and duet so far; else none,
     with the processes and minutes the round would have taken (the report's "not reached")."""
-    from driver.study.second_look import job_gap_s
-
     duets = [d for d in duets if machine is None or layout.base_machine(d["machine"]) == machine]
     mine = [r for r in records if machine is None or layout.base_machine(r["machine"]) == machine]
     walls = sorted(float((r.get("provenance") or {}).get("cell_wall_s") or 0.0) for r in mine)

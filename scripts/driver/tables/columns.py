@@ -158,7 +158,7 @@ COLUMNS = {c.name: c for c in [
          "or about how many more would decide it at its measured mean and spread (open after "
          "the second look; empty when that cannot be said)."),
         ("chance", "not_decided: the chance, at its look-1 mean and spread, that the row's "
-         "second look decides it (driver/study/second_look.py: decide_chance)."),
+         "second look decides it (driver/tables/second_look.py: decide_chance)."),
         ("n_left", "Processes of the left cell."), ("n_right", "Processes of the right cell."),
         ("n_repeats", "Processes of the cell."), ("n_failed_repeats", "Processes that failed."),
         ("n_samples", "Timed calls, over all processes (each a sample of the step time)."),

@@ -299,7 +299,7 @@ def open_table(records: Iterable[dict], level: float = 0.95, q: float = 0.05,
     undecided, as dicts of the table's columns plus `family` and `alpha_next`: the per-test level
     of the family's difference test if the row were its next rejection (Benjamini-Hochberg's
     q (R + 1) / m with R rows called different of m), for the second look's plan
-    (scripts/plan_duets.py, driver/study/second_look.py)."""
+    (scripts/plan_duets.py, driver/tables/second_look.py)."""
     records = list(records)
     out = []
     for kind in FAMILIES:

@@ -1,4 +1,4 @@
-"""The second look within one budget (driver/study/second_look.py) and the not_decided table:
+"""The second look within one budget (driver/tables/second_look.py) and the not_decided table:
 the chance a row's second look decides it matches what the duets table's own analysis decides in
 simulation (and a one-look chance, the design's sequential levels left out, does not); the rows
 closest to a decision per second are taken while they fit; a cell process's cost comes from this
@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driver.study import second_look
+from driver.study.budget import job_gap_s
 from driver.tables import duets as duet_tables
+from driver.tables import second_look
 from driver.tables.not_decided import NOT_REACHED, STILL_OPEN, not_decided_table
 
 CELL = {"model": "small", "data": "small", "keras": "tf.keras", "mode": "graph",
@@ -80,7 +81,7 @@ def test_cell_process_cost_from_cells_else_from_duets():
                             "warmup_s": 0.4} for s in ("left", "right")}} for i in range(5)]
     # a pause (a checkpoint, the end of one run and a continuation's start) is not a job's gap
     paused = duets + [dict(duets[0], started_utc="2026-11-28T10:01:20")]
-    assert second_look.job_gap_s(paused) == pytest.approx(2.0)
+    assert job_gap_s(paused) == pytest.approx(2.0)
     from_duets = second_look.cell_process_s(duets, [], sampling_s=0.5)
     assert from_duets["source"] == "duets"
     assert from_duets["job_gap_s"] == pytest.approx(2.0)  # starts 10 s apart, 8 s each

@@ -28,25 +28,7 @@ from statistics import median
 from scipy import stats as sps
 
 from driver.stats.sequential import looks
-
-
-def job_gap_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = ()) -> float:
-    """Seconds between one timing job's end and the next one's start (the orchestrator's share of a
-    replicate): the median over consecutive timing jobs of this machine (duets and cell
-    processes, in the order they started) of the gaps under MAX_GAP_S (a longer one is a pause:
-    a checkpoint, an env build, the end of a run); 0 without two."""
-    import datetime
-
-    jobs = [(d.get("started_utc"), d.get("wall_s")) for d in duets]
-    jobs += [(c.get("started_utc"), (c.get("provenance") or {}).get("cell_wall_s")) for c in cells]
-    timed = sorted((datetime.datetime.fromisoformat(t), float(w)) for t, w in jobs
-                   if t and w is not None)
-    gaps = [(b[0] - a[0]).total_seconds() - a[1] for a, b in zip(timed, timed[1:])]
-    gaps = [g for g in gaps if 0 <= g < MAX_GAP_S]
-    return float(median(gaps)) if gaps else 0.0
-
-
-MAX_GAP_S = 5.0
+from driver.study.budget import job_gap_s
 
 
 def _side_ready_s(ready: Mapping) -> float | None:
