@@ -25,7 +25,7 @@ DRY_RUN = {
     None: (159, 372, 27),
     "tests/quick.yaml": (71, 22, 4),
     "presets/cnn_inference.yaml": (21, 68, 5),
-    "presets/fidelity_check.yaml": (3, 0, 3),
+    "presets/fidelity_check.yaml": (18, 0, 3),
     "presets/headline.yaml": (56, 216, 26),
     "presets/own_model.yaml": (42, 124, 6),
     "presets/own_model_python.yaml": (77, 248, 5),
