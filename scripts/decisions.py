@@ -14,7 +14,9 @@ From the run's tables (no timing; any finished study or published run):
 - pairs in one process (config `pairs`): the same two shares over the pairs table's rows, the A/A
   pairs called different, and the rows that a pair and the cells' comparison table both hold,
   with what each decided (decided by both, by the pair only, by the cells only, by neither).
-Every share is printed with its Clopper-Pearson 95 % CI. Prints a JSON line last.
+Every share is printed with its Clopper-Pearson 95 % CI. Given a results folder (with duets/), also
+what a paired replicate cost over its timed seconds, and what the meters flagged
+(driver/study/replicate_cost.py). Prints a JSON line last.
 """
 import argparse
 import json
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver.stats import verdicts  # noqa: E402
 from driver.stats.calibration import clopper_pearson  # noqa: E402
+from driver.study import replicate_cost  # noqa: E402
 from driver.tables.results import Results  # noqa: E402
 
 DECIDED = set(verdicts.DECIDED) | {verdicts.EQUIVALENT}
@@ -227,6 +230,14 @@ def main(argv=None):
         return 2
     for line in text(figs):
         print(line)
+    root = Path(args.results)
+    if (root / "duets").is_dir():  # a results folder: what its replicates cost (not in tables)
+        cells = [json.loads(p.read_text()) for p in sorted((root / "cells").rglob("*.json"))]
+        cost = replicate_cost.figures(replicate_cost.load(root), cells)
+        for line in replicate_cost.text(cost):
+            print(line)
+        for machine, kinds in cost.items():
+            figs.setdefault(machine, {})["replicate_cost"] = kinds
     print(json.dumps(figs, sort_keys=True))
     return 0
 

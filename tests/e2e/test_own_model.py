@@ -201,8 +201,11 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
     assert config["pairs"]["tables"]
     config["pairs"] = dict(config["pairs"], tables=["fit_vs_train_on_batch", "keras_vs_tfkeras"],
                            aa=False)
-    config["duets"] = {"modes": [], "replicates": 2, "max_replicates": 2, "windows": 2,
-                       "window_s": 0.05}
+    # the model across envs and modes in duets of its own (no headline), as the preset has them
+    assert config["duets"]["models"] and config["duets"]["headline"] is False
+    config["duets"] = {"modes": ["graph", "eager"], "headline": False,
+                       "models": [["mine", "seqs"]], "replicates": 2, "max_replicates": 2,
+                       "windows": 2, "window_s": 0.05}
     work = tmp_path / "work"
     snakemake(work, write_config(tmp_path / "mine.yaml", config), "--cores", "2", check=True)
     cells = pd.read_csv(work / "results/tables/cells.csv")
@@ -236,12 +239,23 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
     from driver.report.sections import own_answer
 
     frameworks = pd.read_csv(work / "results/tables/frameworks.csv")
-    text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0)
-    assert text.startswith("The fastest way to train mine here"), text
     best = own_answer.paired_best(pairs, "mine", "train")
     assert {(b["env"], b["mode"]) for b in best} == {
         ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph")}
-    assert any(b["way"] in text for b in best), (best, text)
+    # the duets of the model across envs and modes: TF 2.21's tf_keras graph, Keras 3 and
+    # tf_keras eager against TF 1.14, and TF 1.14's graph against its eager; no headline row
+    own = pd.read_csv(work / "results/tables/duets_own.csv")
+    assert sorted(zip(own.env, own["mode"], own.keras)) == [
+        ("tf1.14", "graph", "tf.keras"), ("tf2.21", "eager", "keras3"),
+        ("tf2.21", "eager", "tf_keras"), ("tf2.21", "graph", "tf_keras")]
+    assert (own.n == 2).all(), own[["cell_id", "n", "reason"]]
+    assert pd.read_csv(work / "results/tables/duets.csv").empty
+    # with them, the pairs' groups of every env and mode join into one graph of paired rows
+    joined = own_answer.paired_best(pairs, "mine", "train", own)
+    assert len(joined) == 1 and {tuple(x) for x in joined[0]["settings"]} >= {
+        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph")}
+    text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0, duets=own)
+    assert text.startswith("The fastest way to train mine here is %s" % joined[0]["way"]), text
     section = report[report.index('<section id="own_answer"'):].replace("&#39;", "'")
     assert text.replace("±", "&plusmn;") in section or text in section, (text, section[:3000])
 

@@ -5,7 +5,8 @@ configuration in two live workers that take turns window by window; config `duet
 (docs/design.md, "Duets"):
 
 - every env of the study whose framework is TensorFlow 2.x, against `reference_env`;
-- in each mode of `duets.modes`, on the small model and data, numpy input, the `duets.api`;
+- in each mode of `duets.modes`, on the small model and data, numpy input, the `duets.api`
+  (a user's model across envs and modes: `duets.models`, plan_own, a table of its own);
 - the Keras a user of that version gets, counted as the headline counts it: tf.keras where the
   env has it (TF <= 2.15); from TF 2.16, where tf.keras is Keras 3, the legacy tf_keras in graph
   mode (Keras 3 has none) and both Keras 3 and tf_keras in eager mode. The reference side is
@@ -98,6 +99,7 @@ class Duet(NamedTuple):
     reference_cell: dict
     together: bool = False  # a pair in one process (both cells in one worker), not a duet
     weight: int = 1  # duets per replicate round (the reference across modes: graph_vs_eager)
+    own: bool = False  # a user's model across envs and modes (plan_own): the duets_own table
 
     @property
     def cell_id(self):
@@ -131,8 +133,35 @@ def counted_keras(spec, mode):
 def plan(specs, envs, reference_env, settings):
     """[Duet] of a study: specs = {env: envspec facts}, envs = the study's envs, settings = config
     `duets`. Cells that cannot exist on either side (tfspeed/cells.py: why_not) are left out."""
+    if not settings.get("modes") or reference_env not in envs or not settings.get(
+            "headline", True):
+        return []
+    return _plan_model(specs, envs, reference_env, settings, HEADLINE,
+                       aa=bool(settings.get("aa")),
+                       weight=int(settings.get("graph_vs_eager") or 0))
+
+
+def plan_own(specs, envs, reference_env, settings):
+    """[Duet(own=True)]: a user's model across envs and modes (config `duets.models`, docs/
+    own-model.md), in a table of its own (duets_own), never the headline's: per [model, data],
+    each TF 2.x env's cell of the duets' API in each mode (the Keras its users get) against the
+    reference env's tf.keras cell in the same mode, and the reference's graph cell against its
+    eager cell (one duet a replicate round). With the pairs inside each env and mode, they join
+    the model's ways into one graph (driver/report/sections/own_answer.py)."""
     if not settings.get("modes") or reference_env not in envs:
         return []
+    out = []
+    for model, data in settings.get("models") or []:
+        base = dict(HEADLINE, model=model, data=data)
+        out += [d._replace(own=True) for d in _plan_model(
+            specs, envs, reference_env, settings, base, aa=False, weight=1)]
+    return out
+
+
+def _plan_model(specs, envs, reference_env, settings, base, aa, weight):
+    """The duets of one model and data (`base`: a cell's axes but keras, mode and api): each TF
+    2.x env against the reference per mode; with `aa`, an A/A row per mode; with `weight` > 0
+    and both modes, the reference's graph against its eager cell, `weight` duets a round."""
     ref_spec = specs[reference_env]
     out = []
     for env in envs:
@@ -142,25 +171,26 @@ def plan(specs, envs, reference_env, settings):
         if version_tuple(spec["framework_version"] or "0")[0] < 2:
             continue
         for mode in settings["modes"]:
-            ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
+            ref_cell = dict(base, keras="tf.keras", mode=mode, api=settings["api"])
             if tfcells.why_not(ref_spec, ref_cell) is not None:
                 continue
             for keras in counted_keras(spec, mode):
-                cell = dict(HEADLINE, keras=keras, mode=mode, api=settings["api"])
+                cell = dict(base, keras=keras, mode=mode, api=settings["api"])
                 if tfcells.why_not(spec, cell) is None:
-                    out.append(Duet(env, cell, reference_env, ref_cell))
-    if settings.get("aa"):  # only beside a headline row of the mode: alone it checks nothing
+                    out.append(Duet(env, carried(cell), reference_env, carried(ref_cell)))
+    if aa:  # only beside a headline row of the mode: alone it checks nothing
         modes = {d.cell["mode"] for d in out}
         for mode in settings["modes"]:
-            ref_cell = dict(HEADLINE, keras="tf.keras", mode=mode, api=settings["api"])
+            ref_cell = dict(base, keras="tf.keras", mode=mode, api=settings["api"])
             if mode in modes and tfcells.why_not(ref_spec, ref_cell) is None:
-                out.insert(0, Duet(reference_env, ref_cell, reference_env, ref_cell))
-    weight = int(settings.get("graph_vs_eager") or 0)
+                out.insert(0, Duet(reference_env, carried(ref_cell), reference_env,
+                                   carried(ref_cell)))
     if weight and {"graph", "eager"} <= {d.cell["mode"] for d in out}:
-        graph, eager = (dict(HEADLINE, keras="tf.keras", mode=m, api=settings["api"])
+        graph, eager = (dict(base, keras="tf.keras", mode=m, api=settings["api"])
                         for m in ("graph", "eager"))
         if all(tfcells.why_not(ref_spec, c) is None for c in (graph, eager)):
-            out.append(Duet(reference_env, graph, reference_env, eager, weight=weight))
+            out.append(Duet(reference_env, carried(graph), reference_env, carried(eager),
+                            weight=weight))
     return out
 
 

@@ -118,9 +118,14 @@ class StudyPlan:
         # a second look at the rows still open after `replicates` duets (scripts/plan_duets.py)
         self.second_look = most > first
         # the envs the grids give cells: a preset of a few envs plans their duets only
-        self.duets = [] if conda else duetplan.plan(
-            self.env_specs, sorted({e for e, _ in self.cells}), self.reference_env,
-            self.duet_settings)
+        for i, pair in enumerate(self.duet_settings.get("models") or []):
+            if pair[0] not in models.MODELS or pair[1] not in models.DATA:
+                config_error("duets.models[%d]" % i, unknown_pair(*pair))
+        study_envs = sorted({e for e, _ in self.cells})
+        self.duets = [] if conda else (
+            duetplan.plan(self.env_specs, study_envs, self.reference_env, self.duet_settings)
+            + duetplan.plan_own(self.env_specs, study_envs, self.reference_env,
+                                self.duet_settings))
         # pairs in one process (config `pairs`): same-env comparisons timed by one worker,
         # planned, ordered and looked at twice as duets are (with duets' replicates)
         self.pair_settings = dict(config.get("pairs") or {})
@@ -372,7 +377,9 @@ class StudyPlan:
                                           workers=self.duet_settings.get("workers", "fork"),
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
-                                             if d.together else {})), sort_keys=True),
+                                             if d.together else {}),
+                                          # a user's model across envs and modes: duets_own
+                                          **({"own": True} if d.own else {})), sort_keys=True),
                 "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True)}
 
     # ------------------------------------------------------------------------------ probe

@@ -49,8 +49,9 @@ from tfspeed.cells import cell_id
 KEYS = ["machine", "env", "cell_id"]
 # the families of duet files: each its own table, its own BH family (family())
 # (duets_modes: the reference env's graph against its eager cell, duetplan `weight`; it enters
-# duets_graph_vs_eager only)
-FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes")
+# duets_graph_vs_eager only; duets_own: a user's model across envs and modes, duetplan.plan_own,
+# its graph-vs-eager row among them)
+FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes", "duets_own")
 COLUMNS = [
     "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env",
     "right_env", "left_cell_id", "right_cell_id", "left_keras", "right_keras", "left_framework_version",
@@ -257,8 +258,15 @@ def is_modes(rec: dict) -> bool:
     return not is_pair(rec) and rec["env"] == rec["reference_env"] and not is_aa(rec)
 
 
+def is_own(rec: dict) -> bool:
+    """A duet of a user's model across envs and modes (config duets.models, duetplan.plan_own)."""
+    return bool((rec.get("design") or {}).get("own"))
+
+
 def family(rec: dict) -> str:
     """Which table a duet file's row belongs to (FAMILIES)."""
+    if is_own(rec):
+        return "duets_own"
     if is_modes(rec):
         return "duets_modes"
     return ("pairs" if is_pair(rec) else "duets") + ("_aa" if is_aa(rec) else "")

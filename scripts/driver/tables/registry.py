@@ -104,6 +104,14 @@ REGISTRY = [
           "The pairs' own check: per env and mode, a cell against itself in one worker, "
           "planned and analysed exactly as a pair, in a family of its own. A row called faster "
           "or slower is a false positive of the pair procedure. Columns as in pairs."),
+    Table("duets_own", "Your model across envs and modes, in duets", None, None, None,
+          "ratio < 1 when the left side is faster",
+          "A user's model (config duets.models, docs/own-model.md) across envs and modes: each "
+          "TF 2.x env's cell of duets.api in each mode against the reference env's ({ref}) "
+          "tf.keras cell in the same mode, and the reference's graph cell against its eager cell "
+          "(cell_id joins both), timed and analysed as the headline's duets are, in a family of "
+          "its own. With the pairs inside each env and mode they decide the report's answer for "
+          "the model. See driver/tables/duets.py."),
     Table("not_decided", "Rows not decided: what more time would decide", None, None, None,
           "ratio < 1 when the row's left side is faster",
           "Per machine, every paired row (duets, pairs and their A/A rows) the run left "

@@ -31,12 +31,14 @@ from driver.stats.sequential import looks
 from driver.study.budget import job_gap_s
 
 
-def _side_ready_s(ready: Mapping) -> float | None:
-    """A fresh worker's seconds before its first timed window: the import (a forked worker's helper
-    paid it once; a cell process pays it each time), build, first call and warm-up."""
+def _side_ready_s(ready: Mapping, worker: Mapping | None = None) -> float | None:
+    """A fresh worker's seconds before its first timed window: the import (a forked worker's
+    helper paid it once, supervise_duet.py's `workers`; a cell process pays it each time), build,
+    first call and warm-up."""
     if not ready:
         return None
-    imported = max(float(ready.get("import_s") or 0.0), float(ready.get("helper_import_s") or 0.0))
+    imported = max(float(ready.get("import_s") or 0.0),
+                   float((worker or {}).get("helper_import_s") or 0.0))
     return imported + sum(float(ready.get(k) or 0.0) for k in ("build_s", "first_call_s",
                                                                 "warmup_s"))
 
@@ -54,8 +56,8 @@ def cell_process_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = (),
     if walls:
         return {"seconds": float(median(walls)) + gap, "source": "cells", "n": len(walls),
                 "job_gap_s": gap}
-    ready = [_side_ready_s((d.get("ready") or {}).get(side)) for d in duets
-             for side in ("left", "right")]
+    ready = [_side_ready_s((d.get("ready") or {}).get(side), (d.get("workers") or {}).get(side))
+             for d in duets for side in ("left", "right")]
     ready = [r for r in ready if r is not None]
     if not ready:
         return {"seconds": math.nan, "source": "none", "n": 0, "job_gap_s": gap}

@@ -202,3 +202,49 @@ def test_the_reports_machine_only_and_rows_without_an_interval():
     assert "tf_keras, eager, fit, numpy in tf2.21 (2.00x [no interval], a pair)" in text
     assert "keras3, eager, fit, numpy in tf2.21 (2.00x [no interval], derived from 2 pairs)" \
         in text
+
+
+def duet_files(env, left, ref_env, right, logs):
+    """One own-model duet's files (supervise_duet.py's record, design `own`), one a replicate."""
+    return [{"machine": "m", "env": env, "reference_env": ref_env, "cell": left,
+             "reference_cell": right, "kind": "duet", "status": "ok", "replicate": i,
+             "design": {"own": True, "replicates": len(logs), "max_replicates": len(logs)},
+             "log_ratio": x, "left_median_s": math.exp(x) * 0.01, "right_median_s": 0.01}
+            for i, x in enumerate(logs)]
+
+
+E_EAGER = cell("tf.keras", "eager", "train_on_batch")
+# TF 2.21 Keras 3 eager against TF 1.14 eager: 0.8x; TF 1.14 graph against TF 1.14 eager: 0.5x
+OWN = duets_table(
+    duet_files("tf2.21", A, "tf1.14", E_EAGER, around(0.8, 0.01))
+    + duet_files("tf1.14", E, "tf1.14", E_EAGER, around(0.5, 0.01)), kind="duets_own")
+
+
+def test_duets_join_the_envs_and_modes_into_one_answer_from_paired_rows():
+    """With the duets_own table, the ways of TF 2.21 eager and TF 1.14 graph meet in one graph:
+    TF 1.14 graph train_on_batch is 0.5 / 0.8 = 0.625x TF 2.21 Keras 3 eager, so it is the
+    fastest way, decided by paired rows (a chain through two duets), not by the cells (which
+    put it 1.20x slower); the cells' clause names no env and mode the paired rows join."""
+    assert set(OWN["cell_id"].str.contains("~")) == {True, False}  # the modes row joins two ids
+    best = own.paired_best(PAIRS, "mine", "train", OWN)
+    top = max(best, key=lambda b: len(b["settings"]))
+    assert top["way"] == own.way_of(cell_id(E), "tf1.14")
+    assert {tuple(s) for s in top["settings"]} == {("tf2.21", "eager"), ("tf1.14", "graph"),
+                                                   ("tf1.14", "eager")}
+    got = own.answer(PAIRS, CELLS, "mine", "train", 10.0, duets=OWN)
+    text = got["text"]
+    assert text.startswith("The fastest way to train mine here is %s" % top["way"]), text
+    assert got["fastest"]["way"] == top["way"]
+    against = {o["cell_id"]: o for o in got["fastest"]["others"]}  # judged in answer()
+    keras3 = against[own.node("tf2.21", cell_id(A))]
+    assert keras3["design"] == "derived" and keras3["duets"] == 2
+    assert math.isclose(keras3["ratio"], 0.8 / 0.5, rel_tol=1e-6)
+    assert keras3["verdict"] == "right_faster"  # slower than the fastest: to avoid
+    assert "avoid: " in text and "derived from 2 paired rows, 2 of them duets" in text
+    # the env and mode no paired row joins (TF 2.21 graph: cells only) stays descriptive
+    assert "no paired row joins them to the fastest way" in text
+    assert "tf_keras, graph, train_on_batch, numpy in tf2.21 (1.01x" in text
+    assert "tf.keras, graph, train_on_batch, numpy in tf1.14 (1.20x" not in text
+    # without the duets, the same rows give one answer per env and mode, as before
+    assert "no paired design compares your model" in own.answer(
+        PAIRS, CELLS, "mine", "train", 10.0)["text"]

@@ -72,3 +72,26 @@ def test_a_builder_models_cells_pair_and_carry_its_code(mine):
     # one A/A row per env and mode with pairs, the user's model's among them
     assert sorted((d.env, d.cell["mode"]) for d in pairs if d.table is None) == [
         ("tf1.14", "graph"), ("tf2.21", "eager")]
+
+
+def test_a_builder_model_across_envs_and_modes_in_duets_of_its_own(mine):
+    """duets.models: the model's duets (each TF 2.x env against the reference per mode, and the
+    reference's graph against its eager cell), marked `own` (the duets_own table), each side
+    carrying the builder's code; the headline's duets only with `headline` on."""
+    settings = {"modes": ["graph", "eager"], "api": "train_on_batch", "models": [["mine", "seqs"]],
+                "aa": True, "graph_vs_eager": 2}
+    own = duetplan.plan_own(SPECS, ["tf1.14", "tf2.21"], "tf1.14", settings)
+    got = sorted((d.env, d.cell["keras"], d.cell["mode"], d.reference_cell["mode"], d.weight)
+                 for d in own)
+    assert got == [("tf1.14", "tf.keras", "graph", "eager", 1),
+                   ("tf2.21", "keras3", "eager", "eager", 1),
+                   ("tf2.21", "tf_keras", "eager", "eager", 1),
+                   ("tf2.21", "tf_keras", "graph", "graph", 1)]
+    assert all(d.own and not d.together and d.cell["model"] == "mine" for d in own)
+    assert all("spec" in side for d in own for side in (d.cell, d.reference_cell))
+    headline = duetplan.plan(SPECS, ["tf1.14", "tf2.21"], "tf1.14", settings)
+    assert headline and all(d.cell["model"] == "small" and not d.own for d in headline)
+    assert duetplan.plan(SPECS, ["tf1.14", "tf2.21"], "tf1.14",
+                         dict(settings, headline=False)) == []
+    assert duetplan.plan_own(SPECS, ["tf1.14", "tf2.21"], "tf1.14",
+                             dict(settings, models=[])) == []

@@ -28,7 +28,7 @@ DRY_RUN = {
     "presets/fidelity_check.yaml": (18, 0, 3),
     "presets/headline.yaml": (56, 216, 26),
     "presets/own_model.yaml": (42, 124, 6),
-    "presets/own_model_python.yaml": (77, 248, 5),
+    "presets/own_model_python.yaml": (77, 296, 5),
     "presets/pairs.yaml": (60, 96, 2),
     "presets/paired.yaml": (159, 496, 27),
     "presets/seed_full.yaml": (960, 48, 5),

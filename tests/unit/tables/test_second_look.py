@@ -90,9 +90,10 @@ def test_cell_process_cost_from_cells_else_from_duets():
     from_cells = second_look.cell_process_s(duets, cells)
     assert from_cells["source"] == "cells" and from_cells["seconds"] == pytest.approx(4.0 + 2.0)
     # a forked worker's import was paid by its helper: counted, as a cell pays it each time
-    forked = [dict(d, ready={s: {"import_s": 0.0, "helper_import_s": 2.0, "build_s": 0.1,
-                                 "first_call_s": 0.3, "warmup_s": 0.4}
-                             for s in ("left", "right")}) for d in duets]
+    forked = [dict(d, ready={s: {"build_s": 0.1, "first_call_s": 0.3, "warmup_s": 0.4}
+                             for s in ("left", "right")},
+                   workers={s: {"forked": True, "helper_import_s": 2.0}
+                            for s in ("left", "right")}) for d in duets]
     assert second_look.cell_process_s(forked, [])["seconds"] == pytest.approx(5.3)
 
 

@@ -9,7 +9,8 @@ Every verdict in it comes from a paired row (docs/design.md "Every verdict from 
 
 - inside one env and mode, the ways (Keras flavour, API, input) are compared by the `pairs`
   table (pairs in one process, config `pairs`; driver/tables/duets.py). Its rows join the ways
-  of an env and mode into a graph; the fastest way is the one the pairs' log ratios put first
+  of an env and mode into a graph (a way's key: its env and cell id); the fastest way is the
+  one the pairs' log ratios put first
   (a weighted least-squares fit of one log time per way, weights 1 / se^2), never one a pair
   calls slower than another. Every other way is set against it by the pair of the two where
   there is one (its verdict, ratio and interval as the pairs table has them, turned round
@@ -17,12 +18,16 @@ Every verdict in it comes from a paired row (docs/design.md "Every verdict from 
   pairs between them: the sum of the chain's log ratios, se sqrt(sum se^2), Welch-Satterthwaite
   df, judged as the derived duet rows are (duets_releases.judged: under the rows' two-look
   design, Benjamini-Hochberg over this paragraph's derived rows, TOST at the margin);
-- across envs and modes (TF 1 graph against TF 2 eager, one env against another) no paired
-  design exists for a user's model yet: which env and mode holds the fastest way is taken from
-  the cells' `frameworks` rows (fresh processes; driver/tables/comparisons.py: frameworks_table),
-  and the paragraph says so: those rows are *descriptive*, named with their ratio and the cells'
-  own verdict in a clause of their own, and counted apart. A cells-only row is never called
-  fastest, as fast or to avoid;
+- across envs and modes (TF 1 graph against TF 2 eager, one env against another), the
+  `duets_own` table's duets (config `duets.models`, duetplan.plan_own: each TF 2.x env's cell
+  against the reference env's in each mode, and the reference's graph against its eager cell)
+  join the groups of ways into one graph, chained as the pairs are (a chain may step through
+  pairs and duets alike);
+- where no paired row joins an env and mode to the fastest way (no `duets.models`, or a cell the
+  duets do not time), which env and mode is fastest is taken from the cells' `frameworks` rows
+  (fresh processes; driver/tables/comparisons.py: frameworks_table), and the paragraph says so:
+  those rows are *descriptive*, named with their ratio and the cells' own verdict in a clause of
+  their own, and counted apart. A cells-only row is never called fastest, as fast or to avoid;
 - without any pairs row for the model and task (a study with `pairs.tables: []`), the paragraph
   says that nothing decided it and gives the cells' rows, descriptive.
 """
@@ -82,19 +87,41 @@ def _records(df) -> list[dict]:
     return df.to_dict("records")
 
 
-def paired_rows(pairs: pd.DataFrame, model: str, task: str) -> list[dict]:
-    """The pairs table's rows of `model` and `task` (its left cell's), A/A rows left out (a
-    cell against itself compares no ways); each with `_left`, `_right` (the cells' axes)."""
+def node(env, cell_id) -> str:
+    """A way's key in the graph of paired rows: its env and cell id."""
+    return "%s|%s" % (env, cell_id)
+
+
+def way_of_node(key: str) -> str:
+    env, cell_id = key.split("|", 1)
+    return way_of(cell_id, env)
+
+
+def setting_of(key: str) -> tuple:
+    """(env, mode) of a way's key."""
+    env, cell_id = key.split("|", 1)
+    return env, parse_cell_id(cell_id)["mode"]
+
+
+def paired_rows(pairs: pd.DataFrame, model: str, task: str,
+                duets: pd.DataFrame | None = None) -> list[dict]:
+    """The rows of `model` and `task` (their left cell's) that join two of its ways: the pairs
+    table's (inside an env and mode) and the duets_own table's (across envs and modes), A/A rows
+    left out (a cell against itself compares no ways); each with `_left`, `_right` (the cells'
+    axes), `_l`, `_r` (the ways' keys, `node`) and `_design` (pair or duet)."""
     out = []
-    for r in _records(pairs):
-        try:
-            left, right = (parse_cell_id(str(r.get(f"{s}_cell_id"))) for s in ("left", "right"))
-        except ValueError:
-            continue
-        if (left["model"] != model or task_of(left["api"]) != task
-                or r["left_cell_id"] == r["right_cell_id"]):
-            continue
-        out.append(dict(r, _left=left, _right=right))
+    for design, table in (("pair", pairs), ("duet", duets)):
+        for r in _records(table):
+            try:
+                left, right = (parse_cell_id(str(r.get(f"{s}_cell_id"))) for s in ("left",
+                                                                                   "right"))
+            except ValueError:
+                continue
+            lk = node(r.get("left_env") or r["env"], r["left_cell_id"])
+            rk = node(r.get("right_env") or r["env"], r["right_cell_id"])
+            if left["model"] != model or task_of(left["api"]) != task or lk == rk:
+                continue
+            out.append(dict(r, _left=left, _right=right, _l=lk, _r=rk, _design=design))
     return out
 
 
@@ -103,28 +130,23 @@ def _decided(r: dict) -> bool:
 
 
 def _groups(rows: list[dict]) -> list[list[dict]]:
-    """The rows of each connected group of ways of one env and mode (ways joined by a pair with
-    an estimate), in a stable order."""
-    by_setting = {}
-    for r in rows:
-        if _decided(r):
-            by_setting.setdefault((r["env"], r["mode"]), []).append(r)
+    """The rows of each connected group of ways (ways joined by a paired row with an estimate:
+    pairs inside an env and mode, duets across them), in a stable order."""
+    todo = sorted((r for r in rows if _decided(r)), key=lambda r: (r["_l"], r["_r"]))
     out = []
-    for key in sorted(by_setting):
-        todo = list(by_setting[key])
-        while todo:
-            group, seen = [todo.pop(0)], set()
-            seen |= {group[0]["left_cell_id"], group[0]["right_cell_id"]}
-            grew = True
-            while grew:
-                grew = False
-                for r in list(todo):
-                    if {r["left_cell_id"], r["right_cell_id"]} & seen:
-                        group.append(r)
-                        todo.remove(r)
-                        seen |= {r["left_cell_id"], r["right_cell_id"]}
-                        grew = True
-            out.append(group)
+    while todo:
+        group = [todo.pop(0)]
+        seen = {group[0]["_l"], group[0]["_r"]}
+        grew = True
+        while grew:
+            grew = False
+            for r in list(todo):
+                if {r["_l"], r["_r"]} & seen:
+                    group.append(r)
+                    todo.remove(r)
+                    seen |= {r["_l"], r["_r"]}
+                    grew = True
+        out.append(group)
     return out
 
 
@@ -132,7 +154,7 @@ def _fit(group: list[dict]) -> dict:
     """{cell id: log time relative to the group's first way}: weighted least squares over the
     group's pairs (each a log ratio left / right, weight 1 / se^2; a pair without an se gets
     the smallest weight of the others)."""
-    nodes = sorted({r[k] for r in group for k in ("left_cell_id", "right_cell_id")})
+    nodes = sorted({r[k] for r in group for k in ("_l", "_r")})
     index = {c: i for i, c in enumerate(nodes)}
     ses = [_num(r.get("se_log")) for r in group]
     finite = [1 / s ** 2 for s in ses if math.isfinite(s) and s > 0]
@@ -141,7 +163,7 @@ def _fit(group: list[dict]) -> dict:
     y = np.zeros(len(group))
     for i, (r, se) in enumerate(zip(group, ses)):
         w = math.sqrt(1 / se ** 2 if math.isfinite(se) and se > 0 else floor)
-        a[i, index[r["left_cell_id"]]], a[i, index[r["right_cell_id"]]] = w, -w
+        a[i, index[r["_l"]]], a[i, index[r["_r"]]] = w, -w
         y[i] = w * _num(r["log_ratio"])
     est = np.zeros(len(nodes))
     est[1:] = np.linalg.lstsq(a[:, 1:], y, rcond=None)[0]
@@ -154,8 +176,8 @@ def _chain(group: list[dict], start: str, goal: str) -> list[tuple[dict, int]]:
     sum of sign * log ratio is log(goal / start)."""
     edges = {}
     for r in group:
-        edges.setdefault(r["left_cell_id"], []).append((r["right_cell_id"], r, -1))
-        edges.setdefault(r["right_cell_id"], []).append((r["left_cell_id"], r, +1))
+        edges.setdefault(r["_l"], []).append((r["_r"], r, -1))
+        edges.setdefault(r["_r"], []).append((r["_l"], r, +1))
     back, queue = {start: None}, deque([start])
     while queue:
         node = queue.popleft()
@@ -175,39 +197,44 @@ def _against_best(group: list[dict], best: str, other: str) -> dict:
     where there is one (turned round where `best` is its left side), else the chain's sums for
     a derived row (judged later, with the paragraph's other derived rows)."""
     for r in group:
-        if (r["left_cell_id"], r["right_cell_id"]) == (other, best):
-            return {"design": "pair", "ratio": _num(r["ratio"]), "low": _num(r["ratio_ci_low"]),
+        if (r["_l"], r["_r"]) == (other, best):
+            return {"design": r["_design"], "ratio": _num(r["ratio"]),
+                    "low": _num(r["ratio_ci_low"]),
                     "high": _num(r["ratio_ci_high"]), "verdict": norm_code(r.get("verdict"))}
-        if (r["left_cell_id"], r["right_cell_id"]) == (best, other):
-            return {"design": "pair", "ratio": 1 / _num(r["ratio"]),
+        if (r["_l"], r["_r"]) == (best, other):
+            return {"design": r["_design"], "ratio": 1 / _num(r["ratio"]),
                     "low": 1 / _num(r["ratio_ci_high"]), "high": 1 / _num(r["ratio_ci_low"]),
                     "verdict": SWAP.get(norm_code(r.get("verdict")), norm_code(r.get("verdict")))}
     chain = _chain(group, best, other)
-    return {"design": "derived", "chain": chain, "n_pairs": len(chain)}
+    return {"design": "derived", "chain": chain, "n_pairs": len(chain),
+            "duets": sum(r["_design"] == "duet" for r, _ in chain)}
 
 
-def paired_best(pairs: pd.DataFrame, model: str, task: str) -> list[dict]:
-    """Per connected group of ways of one env and mode that the pairs join: {"env", "mode",
-    "cell_id", "way" (the fastest way), "others": [{"cell_id", "way", "design", ...}]}, the
-    fastest of the pairs' fit among the ways no pair calls slower than another (all, where
-    every way is called slower by some pair: a cycle of verdicts)."""
+def paired_best(pairs: pd.DataFrame, model: str, task: str,
+                duets: pd.DataFrame | None = None) -> list[dict]:
+    """Per connected group of ways that the paired rows join (pairs inside an env and mode; with
+    the duets_own table, duets across them): {"env", "mode" (the fastest way's), "cell_id",
+    "way" (the fastest way), "others": [{"cell_id", "way", "design", ...}], "settings" (the
+    group's envs and modes)}, the fastest of the rows' fit among the ways no row calls slower
+    than another (all, where every way is called slower by some row: a cycle of verdicts)."""
     out = []
-    for group in _groups(paired_rows(pairs, model, task)):
+    for group in _groups(paired_rows(pairs, model, task, duets)):
         est = _fit(group)
         slower = set()
         for r in group:
             code = norm_code(r.get("verdict"))
             if code == RIGHT_FASTER:
-                slower.add(r["left_cell_id"])
+                slower.add(r["_l"])
             elif code == LEFT_FASTER:
-                slower.add(r["right_cell_id"])
+                slower.add(r["_r"])
         pool = [c for c in est if c not in slower] or list(est)
         best = min(pool, key=lambda c: (est[c], c))
-        env, mode = group[0]["env"], group[0]["mode"]
-        others = [dict(_against_best(group, best, c), cell_id=c, way=way_of(c, env))
+        env, mode = setting_of(best)
+        others = [dict(_against_best(group, best, c), cell_id=c, way=way_of_node(c))
                   for c in sorted(est, key=lambda c: (est[c], c)) if c != best]
-        out.append({"env": env, "mode": mode, "cell_id": best, "way": way_of(best, env),
-                    "others": others, "n_pairs": len(group)})
+        out.append({"env": env, "mode": mode, "cell_id": best, "way": way_of_node(best),
+                    "others": others, "n_pairs": len(group),
+                    "settings": sorted({setting_of(c) for c in est})})
     return out
 
 
@@ -258,7 +285,9 @@ def _setting_order(cells: list[dict]) -> dict:
 
 
 def _item(o: dict) -> str:
-    how = "a pair" if o["design"] == "pair" else "derived from %d pairs" % o["n_pairs"]
+    how = {"pair": "a pair", "duet": "a duet"}.get(o["design"]) or (
+        "derived from %d pairs" % o["n_pairs"] if not o.get("duets")
+        else "derived from %d paired rows, %d of them duets" % (o["n_pairs"], o["duets"]))
     return "%s (%s, %s)" % (o["way"], _ratio(o["ratio"], o["low"], o["high"]), how)
 
 
@@ -269,28 +298,37 @@ def _descriptive(r: dict) -> str:
 
 
 def answer(pairs: pd.DataFrame, frameworks: pd.DataFrame, model: str, task: str,
-           margin_pct: float, q: float = 0.05, alpha: float = 0.05) -> dict | None:
+           margin_pct: float, q: float = 0.05, alpha: float = 0.05,
+           duets: pd.DataFrame | None = None) -> dict | None:
     """{"text", "paired", "derived", "descriptive", "fastest"} for `model` and `task` ("train",
-    "infer"): the paragraph and how many of its rows each design gave; None without rows."""
-    settings = paired_best(pairs, model, task)
+    "infer"): the paragraph and how many of its rows each design gave; None without rows.
+    `duets`: the duets_own table (the model across envs and modes), where the study has one."""
+    settings = paired_best(pairs, model, task, duets)
     cells = _cells_rows(frameworks, model, task)
     if not settings and not cells:
         return None
     verb = TASKS[task]
     if not settings:
         text = ("No paired row decides how to %s %s here (config `pairs` times its ways in one "
-                "process). From the cells of fresh processes, descriptive only: the cells put "
-                "%s first; the others, against it: %s." % (
-                    verb, model, way(cells[0], "right"),
-                    "; ".join(_descriptive(r) for r in cells) or "none"))
+                "process, `duets.models` across envs and modes). From the cells of fresh "
+                "processes, descriptive only: the cells put %s first; the others, against it: "
+                "%s." % (verb, model, way(cells[0], "right"),
+                         "; ".join(_descriptive(r) for r in cells) or "none"))
         return {"text": text, "paired": 0, "derived": 0, "descriptive": len(cells),
                 "fastest": None}
     _judge_derived(settings, q, margin_pct / 100.0, alpha)
     order = _setting_order(cells)
-    settings.sort(key=lambda s: (order.get((s["env"], s["mode"]), math.inf), s["env"], s["mode"]))
+    settings.sort(key=lambda s: (-len(s["settings"]), order.get((s["env"], s["mode"]), math.inf),
+                                 s["env"], s["mode"]))
     top = settings[0]
+    joined = {tuple(x) for x in top["settings"]}
     first = min(order, key=order.get) if order else None
-    if len(order) <= 1:
+    if len(joined) > 1:
+        where = ("paired rows join %d envs and modes: pairs in one process inside each, duets "
+                 "across them" % len(joined))
+        if order and not set(order) <= joined:
+            where += "; the others are descriptive (below)"
+    elif len(order) <= 1:
         where = "the only env and mode with ways to compare"
     elif first == (top["env"], top["mode"]):
         where = "which env and mode holds it is descriptive: the cells put it first"
@@ -310,27 +348,39 @@ def answer(pairs: pd.DataFrame, frameworks: pd.DataFrame, model: str, task: str,
         if by[RIGHT_FASTER]:
             text += "; avoid: %s" % "; ".join(
                 _item(o) for o in sorted(by[RIGHT_FASTER], key=lambda o: -o["ratio"]))
-        text += (" (pairs in one process within %s, %s; %s)." % (s["env"], s["mode"], where)
-                 if i == 0 else ".")
-    others = cells  # the top env and mode's own row too, where the cells put another first
-    text += " Not decided by this run: %s." % "; ".join(
-        ["%s against %s" % (_item(o), best["way"]) for best in settings for o in best["others"]
-         if o in undecided]
-        + ["which env and mode is fastest: no paired design compares your model across envs "
-           "and modes yet, so the cells' rows (fresh processes, descriptive, counted apart) "
-           "stand there, each env and mode's fastest cell against the cells' fastest (%s): %s"
-           % (way(cells[0], "right") if cells else "none",
-              "; ".join(_descriptive(r) for r in others) or "none")])
-    n_pair = sum(o["design"] == "pair" for s in settings for o in s["others"])
+        if i == 0:
+            text += (" (%s)." % where if len(joined) > 1
+                     else " (pairs in one process within %s, %s; %s)." % (s["env"], s["mode"],
+                                                                          where))
+        else:
+            text += "."
+    # the cells' rows of the envs and modes no paired row joins to the fastest way: descriptive
+    others = [r for r in cells if (r["left_env"], r["left_mode"]) not in joined
+              or len(joined) == 1]
+    not_decided = ["%s against %s" % (_item(o), best["way"]) for best in settings
+                   for o in best["others"] if o in undecided]
+    if others or len(joined) == 1:
+        why = ("no paired design compares your model across envs and modes yet"
+               if len(joined) == 1 else "no paired row joins them to the fastest way")
+        not_decided.append(
+            "which env and mode is fastest%s: %s, so the cells' rows (fresh processes, "
+            "descriptive, counted apart) stand there, each env and mode's fastest cell against "
+            "the cells' fastest (%s): %s" % (
+                "" if len(joined) == 1 else " among the others", why,
+                way(cells[0], "right") if cells else "none",
+                "; ".join(_descriptive(r) for r in others) or "none"))
+    text += " Not decided by this run: %s." % ("; ".join(not_decided) or "nothing")
+    n_pair = sum(o["design"] in ("pair", "duet") for s in settings for o in s["others"])
     n_derived = sum(o["design"] == "derived" for s in settings for o in s["others"])
     return {"text": text, "paired": n_pair, "derived": n_derived, "descriptive": len(others),
             "fastest": top}
 
 
 def lead(pairs: pd.DataFrame, frameworks: pd.DataFrame, model: str, task: str,
-         margin_pct: float, q: float = 0.05, alpha: float = 0.05) -> str | None:
+         margin_pct: float, q: float = 0.05, alpha: float = 0.05,
+         duets: pd.DataFrame | None = None) -> str | None:
     """The paragraph of answer(), or None."""
-    got = answer(pairs, frameworks, model, task, margin_pct, q, alpha)
+    got = answer(pairs, frameworks, model, task, margin_pct, q, alpha, duets)
     return got["text"] if got else None
 
 
@@ -350,14 +400,14 @@ def build(data) -> dict:
     own = list(config.get("models") or {})
     if not own:
         return {}
-    pairs, frameworks = (_this_machine(data.table(t), data.machine)
-                         for t in ("pairs", "frameworks"))
+    pairs, frameworks, duets = (_this_machine(data.table(t), data.machine)
+                                for t in ("pairs", "frameworks", "duets_own"))
     margin = 100 * float(config.get("min_effect") or 0.1)
     q, alpha = float(config.get("fdr_q") or 0.05), float(config.get("equivalence_alpha") or 0.05)
     leads = []
     for m in own:
         for t in TASKS:
-            got = answer(pairs, frameworks, m, t, margin, q, alpha)
+            got = answer(pairs, frameworks, m, t, margin, q, alpha, duets)
             if got:
                 leads.append({"model": m, "task": t, **{k: v for k, v in got.items()
                                                         if k != "fastest"}})
