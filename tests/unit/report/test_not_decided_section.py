@@ -27,7 +27,9 @@ def test_one_sentence_per_machine_from_its_own_rows():
     rows = [row("amd-epyc-2c-aaaa", "tf2.1", NOT_REACHED, 1.5, 6, cmd),
             row("amd-epyc-2c-aaaa", "tf2.2", NOT_REACHED, 2.0, 6, cmd),
             row("amd-epyc-2c-aaaa", "tf2.3", STILL_OPEN, 4.0, 30),
-            row("intel-xeon-2c-bbbb", "tf2.4", STILL_OPEN, math.nan, None)]
+            row("intel-xeon-2c-bbbb", "tf2.4", STILL_OPEN, math.nan, None),
+            dict(row("intel-xeon-2c-bbbb", None, NOT_REACHED, 8.4, 159), paired_table="cells",
+                 cell_id="round 1")]
     data = Data(tables={"not_decided": pd.DataFrame(rows, columns=COLUMNS),
                         "duets": pd.DataFrame([{"x": 1}])},
                 machine_facts={"amd-epyc-2c-aaaa": {"cpu_model": "AMD EPYC"},
@@ -40,9 +42,11 @@ def test_one_sentence_per_machine_from_its_own_rows():
         "open after their second look; at their measured spread, 1 of them would take about 4 "
         "min more.")
     assert amd["commands"] == [cmd] and len(amd["rows"]) == 3
+    # the cells' round not run is said apart, never counted as a paired row
     assert intel["sentence"] == ("On the 2-core Intel Xeon, 1 paired row is undecided: 1 still "
-                                 "open after their second look.")
-    assert intel["commands"] == []
+                                 "open after their second look. The cells' round 1 did not fit "
+                                 "the time budget either (159 processes, about 8 min).")
+    assert intel["commands"] == [] and len(intel["rows"]) == 2
 
 
 def test_a_run_with_every_row_decided_says_so():

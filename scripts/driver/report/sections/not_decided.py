@@ -17,10 +17,18 @@ COLUMNS = (("table", False), ("env", False), ("row", False), ("state", False),
 
 def sentence(name: str, rows: list[dict]) -> str:
     """One machine's undecided paired rows in words, from its rows of the not_decided table."""
+    rounds = [r for r in rows if r.get("paired_table") == "cells"]
+    rows = [r for r in rows if r.get("paired_table") != "cells"]
     reached = [r for r in rows if r.get("state") == NOT_REACHED]
     still = [r for r in rows if r.get("state") == STILL_OPEN]
+    cells = ""
+    if rounds:
+        cells = (" The cells' %s did not fit the time budget either (%d processes, about %.0f min)."
+                 % (", ".join(text(r.get("cell_id")) for r in rounds),
+                    sum(int(r["replicates"]) for r in rounds),
+                    sum(float(r["minutes"]) for r in rounds)))
     if not rows:
-        return f"On the {name}, every paired row was decided."
+        return f"On the {name}, every paired row was decided." + cells
     parts = []
     if reached:
         minutes = sum(float(r["minutes"]) for r in reached)
@@ -34,7 +42,7 @@ def sentence(name: str, rows: list[dict]) -> str:
         parts.append(f"{len(still)} still open after their second look{more}")
     many = len(rows) != 1
     return (f"On the {name}, {len(rows)} paired row{'s' if many else ''} "
-            f"{'are' if many else 'is'} undecided: " + "; ".join(parts) + ".")
+            f"{'are' if many else 'is'} undecided: " + "; ".join(parts) + "." + cells)
 
 
 def build(data) -> dict:
