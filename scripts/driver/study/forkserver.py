@@ -27,6 +27,7 @@ import sys
 import time
 
 from driver.study import duet
+from tfspeed.forkhelper import read_line
 
 VOLATILE = ("TMPDIR", "TEMP", "TMP")  # a duet's own scratch folder: set per child, not per helper
 IDLE_S = 120.0
@@ -105,12 +106,7 @@ def _ask(addr, payload, timeout=5.0):
     try:
         sock.connect(_sockaddr(addr))
         sock.sendall((json.dumps(payload) + "\n").encode())
-        raw = b""
-        while not raw.endswith(b"\n"):
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            raw += chunk
+        raw = read_line(sock)
     finally:
         sock.close()
     if not raw:
