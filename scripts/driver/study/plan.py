@@ -126,6 +126,13 @@ class StudyPlan:
             duetplan.plan(self.env_specs, study_envs, self.reference_env, self.duet_settings)
             + duetplan.plan_own(self.env_specs, study_envs, self.reference_env,
                                 self.duet_settings))
+        for i, (model, data) in enumerate(self.duet_settings.get("models") or []):
+            if not conda and self.duet_settings.get("modes") and not any(
+                    d.own and (d.cell["model"], d.cell["data"]) == (model, data)
+                    for d in self.duets):
+                config_error("duets.models[%d]" % i, "no duet of %s on %s can be planned: it needs "
+                             "a TF 2.x env beside %s, and its cell in both (tfspeed/cells.py: "
+                             "why_not)" % (model, data, self.reference_env))
         # pairs in one process (config `pairs`): same-env comparisons timed by one worker,
         # planned, ordered and looked at twice as duets are (with duets' replicates)
         self.pair_settings = dict(config.get("pairs") or {})

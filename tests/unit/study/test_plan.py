@@ -367,3 +367,20 @@ def test_reference_graph_vs_eager_row_has_weighted_replicates():
         "replicates": k * first, "max_replicates": k * most, "workers": "fork"}
     off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
     assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
+
+
+def test_duets_models_naming_an_unknown_model_or_data_is_refused_by_key():
+    duets = dict(config()["duets"])
+    exc = error(config(duets=dict(duets, models=[["small", "small"], ["nope", "small"]])))
+    assert exc.key == "duets.models[1]" and "unknown model 'nope'" in exc.message
+    exc = error(config(duets=dict(duets, models=[["small", "nodata"]])))
+    assert exc.key == "duets.models[0]" and "unknown data 'nodata'" in exc.message
+
+
+def test_duets_models_that_no_env_pair_can_time_is_refused_by_key():
+    duets = dict(config()["duets"], models=[["small", "small"]])
+    grid = {"name": "g", "envs": ["tf1.14"], "pairs": [["small", "small"]],
+            "keras": ["tf.keras"], "modes": ["graph"], "apis": ["train_on_batch"],
+            "inputs": ["numpy"], "devices": "all"}
+    exc = error(config(duets=duets, envs=["tf1.14"], grids=[grid], pairs={"tables": []}))
+    assert exc.key == "duets.models[0]" and "no duet of small on small" in exc.message
