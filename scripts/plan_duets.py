@@ -18,6 +18,7 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 
+from driver.study.budget import spent_s  # noqa: E402
 from driver.tables import second_look  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
 from driver.tables.duets import open_table  # noqa: E402
@@ -48,15 +49,12 @@ else:
     gap = cost["job_gap_s"]
     for row in rows:
         row["cost_s"] += (row["n_max"] - row["n"]) * gap
-    spent_duets = sum(float(d.get("wall_s") or 0.0) + gap for d in records)
-    spent_cells = sum(float((c.get("provenance") or {}).get("cell_wall_s") or 0.0) + gap
-                      for c in cells)
+    spent = spent_s(cells, records)  # the first look's duets and round 0's cells done
     reserved = (len(p.first_round_cells) - len(cells)) * cost["seconds"]
-    available = max(0.0, float(p.time_budget_s) - spent_duets - spent_cells - reserved)
+    available = max(0.0, float(p.time_budget_s) - spent - reserved)
     chosen, not_reached = second_look.choose(rows, available)
     extra_s = sum(r["cost_s"] for r in not_reached)
-    plan["budget"] = {"time_budget_s": p.time_budget_s, "first_look_s": spent_duets,
-                      "first_round_cells_done_s": spent_cells,
+    plan["budget"] = {"time_budget_s": p.time_budget_s, "spent_s": spent,
                       "first_round_cells_reserved_s": reserved, "cell_process": cost,
                       "available_s": available,
                       "second_look_s": sum(r["cost_s"] for r in chosen),
