@@ -88,10 +88,14 @@ def slurm_job_logs(workdir, lines=40):
 
 def results(workdir):
     """Every file under results/, relative to it; the probe's folder is named by the time it ran
-    (machines/<key>/probes/<UTC stamp>/), so that name reads <stamp>."""
+    (machines/<key>/probes/<UTC stamp>/), so that name reads <stamp>. The fork helpers' logs
+    (scratch/<machine>/helpers/<helper>.log) are left out: a helper lives within one Snakemake
+    process, and each SLURM job is one, so the SLURM run starts a helper per job where the local
+    run starts one per env; their count and names say how the run was spread, not what it found."""
     root = workdir / "results"
     return sorted(re.sub(r"/probes/\d{8}T\d{6}Z/", "/probes/<stamp>/", str(p.relative_to(root)))
-                  for p in root.rglob("*") if p.is_file())
+                  for p in root.rglob("*")
+                  if p.is_file() and not re.match(r"scratch/[^/]+/helpers/", str(p.relative_to(root))))
 
 
 def weight(cell, modes_weight):

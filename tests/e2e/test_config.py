@@ -85,7 +85,9 @@ def test_partial_config_is_laid_over_the_default_in_any_directory(tmp_path):
     --directory elsewhere (Snakemake would look for a relative config.yaml there and skip it)."""
     grid = {"name": "one", "envs": "all", "pairs": [["small", "small"]], "keras": ["tf.keras"],
             "modes": ["eager"], "apis": ["train_on_batch"], "inputs": ["numpy"], "devices": "all"}
-    partial = {"envs": ["tf1.14"], "grids": [grid]}
+    # no time budget: every one of the first `repeats` rounds is then planned up front (with one,
+    # rounds 1.. are the checkpoint plan_round's choice, unseen by a dry run)
+    partial = {"envs": ["tf1.14"], "grids": [grid], "time_budget_min": None}
     work = tmp_path / "elsewhere"
     proc = snakemake(work, write_config(tmp_path / "partial.yaml", partial), "-n")
     out = proc.stdout + proc.stderr
