@@ -77,7 +77,8 @@ def run_sides(left, right, args, design, log, spawn=None):
                                    timeout_s=args.timeout_s, log=log, memory_mb=args.memory_mb,
                                    mix_block=int(design.get("mix_block", 4)), spawn=spawn)
     return duet.start_pair(sides, args.window_s, args.windows, timeout_s=args.timeout_s,
-                           log=log, memory_mb=args.memory_mb, spawn=spawn)
+                           log=log, memory_mb=args.memory_mb, spawn=spawn,
+                           concurrent_build=design.get("build", "apart") == "together")
 
 
 def supervise(args):

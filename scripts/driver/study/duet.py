@@ -229,7 +229,7 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
     each worker starts, imports, builds and warms up before the other starts. `spawn` makes the
     processes (forkserver.ForkSpawner: children of each env's fork helper, which imported the
     framework already; its `prepare` starts the helpers both at once); with `concurrent_build`
-    both sides are built and warmed up at the same time (for make duet-cost to measure).
+    both sides are built and warmed up at the same time (config duets.build: together).
 
     sides: {"a": dict(python=, run_cell=, cell=, rule=, framework=, env=), "b": ...}"""
     workers, ready = {}, {}
@@ -248,14 +248,20 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
             loaded = {side: workers[side].expect("loaded", also=[workers[o] for o in "ab"
                                                                  if o != side])
                       for side in ("a", "b")}
+            t0, built = time.monotonic(), {}
             if concurrent_build:
                 for side in ("a", "b"):
                     workers[side].send("build")
                 for side in ("a", "b"):
                     ready[side] = dict(workers[side].expect("ready"), **loaded[side])
+                    built[side] = [0.0, time.monotonic() - t0]
             else:
                 for side in ("a", "b"):
+                    start = time.monotonic() - t0
                     ready[side] = dict(workers[side].build(), **loaded[side])
+                    built[side] = [start, time.monotonic() - t0]
+            for side in ("a", "b"):  # when each side's build was asked for and came back, in s
+                ready[side]["build_span_s"] = [round(x, 4) for x in built[side]]
         windows_out, wall = alternate(workers, windows, window_s)
         return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers
     except Exception:

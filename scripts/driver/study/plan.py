@@ -382,6 +382,10 @@ class StudyPlan:
                                            for k in ("replicates", "max_replicates")},
                                           # forked from the envs' fork helpers, or fresh
                                           workers=self.duet_settings.get("workers", "fork"),
+                                          # a duet's two sides built one after the other, or at
+                                          # once (a pair in one process builds its own way)
+                                          **({} if d.together else
+                                             {"build": self.duet_settings.get("build", "apart")}),
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
                                              if d.together else {}),

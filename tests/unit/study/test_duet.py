@@ -349,6 +349,23 @@ def test_a_duet_of_one_env_runs_two_workers_of_two_cells(tmp_path):
     assert row_id(rec) == tfcells.cell_id(BIG) + duetplan.PAIR_SEP + tfcells.cell_id(MATMUL)
 
 
+@pytest.mark.parametrize("build", ["apart", "together"])
+def test_a_duets_sides_are_built_as_its_design_says(tmp_path, build):
+    """config duets.build: `apart` asks side b to build only after side a is ready; `together`
+    asks both at once, so their builds overlap. Each side's ready facts say when its build was
+    asked for and came back (build_span_s, seconds from the first ask)."""
+    rec = _numpy_duet(tmp_path, "duet.json", {"replicates": 2, "max_replicates": 2,
+                                              "build": build},
+                      "--windows", "2", "--window-s", "0.02")
+    a, b = rec["ready"]["right"]["build_span_s"], rec["ready"]["left"]["build_span_s"]
+    assert a[0] == 0.0 and a[1] > 0 and b[1] > b[0], (a, b)
+    if build == "apart":
+        assert b[0] >= a[1], (a, b)
+    else:
+        assert b[0] < a[1], (a, b)
+    assert rec["design"]["build"] == build
+
+
 def test_a_duet_with_forked_workers_says_so_per_side(tmp_path):
     """supervise_duet with `workers: fork`: both workers are children of the env's fork helper
     (one env here, so one helper), the file says so per side with the helper's pid and its

@@ -318,7 +318,8 @@ def test_duets_in_their_planned_order():
         plan.duet_priority[(x.env, x.cell_id, r)] for x in timed
         for r in range(x.weight * first, x.weight * most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
-        "replicates": first, "max_replicates": most, "workers": "fork"}
+        "replicates": first, "max_replicates": most, "workers": "fork",
+        "build": cfg["duets"].get("build", "apart")}
     bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))
     with pytest.raises(ConfigError, match="duets.max_replicates"):
         StudyPlan(bad, REPO)
@@ -364,7 +365,8 @@ def test_reference_graph_vs_eager_row_has_weighted_replicates():
     assert plan.extra_duet_files("m", [[d.env, d.cell_id]]) == [
         layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first, k * most)]
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
-        "replicates": k * first, "max_replicates": k * most, "workers": "fork"}
+        "replicates": k * first, "max_replicates": k * most, "workers": "fork",
+        "build": cfg["duets"].get("build", "apart")}
     off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
     assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
 
