@@ -294,6 +294,25 @@ def mode_groups(claim: Claim) -> list[tuple[str, str, tuple]]:
     return out
 
 
+def paired_call_vs_predict(pairs, machine: str) -> dict:
+    """{(env, mode, keras): row} of the pairs table's model(x)-against-predict() rows on the
+    machine (a pair in one process: left model(x), right predict(), the ratio call / predict as
+    the cells' call_vs_predict has it), with the cells' column names, so that the answer takes
+    the paired verdict where a pair answers (docs/design.md "Every verdict from a paired row")."""
+    pairs = on_machine(pairs if pairs is not None else pd.DataFrame(), machine)
+    if pairs.empty or not {"table", "left_cell_id", "right_cell_id"} <= set(pairs.columns):
+        return {}
+    out = {}
+    for r in records(pairs[col(pairs, "table").map(text) == "call_vs_predict"]):
+        left, right = (text(r.get(k)).split(".") for k in ("left_cell_id", "right_cell_id"))
+        if len(left) < 4 or len(right) < 4 or (left[3], right[3]) != ("call", "predict"):
+            continue
+        keras = text(r.get("left_keras")) or text(r.get("keras"))
+        out[(text(r.get("env")), text(r.get("mode")), keras)] = dict(
+            r, framework_version=r.get("left_framework_version"), keras=keras, paired=True)
+    return out
+
+
 def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
     """model(x) against predict() on one small batch, every version measured, per mode: how many
     times model(x)'s time predict() takes (call_vs_predict's ratio is call / predict)."""
@@ -313,11 +332,14 @@ def inference_claim(tabs: dict, machine: str, margin: float) -> Claim:
     if {"left_api", "right_api"} <= set(cvp.columns):
         apis = col(cvp, "left_api").map(text) + "/" + col(cvp, "right_api").map(text)
         cvp = cvp[apis.isin(["call/predict", "predict/call"])]
+    paired = paired_call_vs_predict(tabs.get("pairs"), machine)
     parts, groups = [], []
     flip = {LEFT_FASTER: RIGHT_FASTER, RIGHT_FASTER: LEFT_FASTER}
     for mode, name in INFERENCE_MODES:
         rows = []
         for r in records(cvp[col(cvp, "mode").map(text) == mode]):
+            # the pair in one process of the same env, mode and Keras decides where it exists
+            r = paired.get((text(r.get("env")), mode, text(r.get("keras"))), r)
             ratio = num(r.get("ratio"))
             if not math.isfinite(ratio) or ratio <= 0:
                 continue

@@ -276,3 +276,28 @@ def test_inference_counts_tensorflows_call_against_predict_only():
                             "TF 1.14.0"))
     assert out["inference"]["text"] == plain["inference"]["text"]
     assert "0.10.2" not in out["inference"]["text"]
+
+
+def test_inference_takes_the_pair_in_one_process_where_one_answers():
+    """A pairs row (table call_vs_predict: model(x) left, predict() right, one process) of the
+    same env, mode and Keras replaces the cells' row in the answer; the other rows stay."""
+    def pair(env, version, mode, ratio, lo, hi, verdict, right_api="predict"):
+        cid = "small-small.tfkeras.%s.%%s.numpy.cpu" % mode
+        return {"machine": "m", "env": env, "mode": mode, "keras": "tf.keras",
+                "left_keras": "tf.keras", "table": "call_vs_predict",
+                "left_cell_id": cid % "call", "right_cell_id": cid % right_api,
+                "left_framework_version": version, "ratio": ratio, "ratio_ci_low": lo,
+                "ratio_ci_high": hi, "verdict": verdict}
+    cells = CVP.assign(machine="m")
+    pairs = pd.DataFrame([
+        pair("tf2.15", "2.15.1", "graph", 0.70, 0.68, 0.72, "left_faster"),  # cells: undecided
+        # model(x) against predict_on_batch: not the answer's question, so no effect
+        pair("tf2.0", "2.0.4", "graph", 2.0, 1.9, 2.1, "right_faster", "predict_on_batch"),
+    ])
+    tabs = {"duets": duets_table(), "call_vs_predict": cells}
+    plain = by_id(questions(tabs, 0.10, "TF 1.14.0"))["inference"]["text"]
+    paired = by_id(questions(dict(tabs, pairs=pairs), 0.10, "TF 1.14.0"))["inference"]["text"]
+    assert "not decided in 1 version (1.06x: TF 2.15.1)" in plain, plain
+    assert "TF 1-style graph: predict() slower—in 2 of 2 versions (1.30–1.43x: TF 2.0.4, " \
+           "TF 2.15.1)" in paired, paired
+    assert "not decided" not in paired.split("TF 1-style graph")[1], paired
