@@ -162,6 +162,9 @@ def mark_paired(groups: list[dict], tabs: dict) -> list[dict]:
                         "in one process (table pairs, in the section Pairs in one process): "
                         "their verdict is the pair's, marked descriptive, and they are counted "
                         "apart; the at-a-glance colours are the cells' own.").strip()
+        # its verdicts are the pairs' (section Pairs in one process): the cells' glance, now
+        # descriptive where a pair answers, is folded under its digest, a click away
+        entry["open"] = False
     return groups
 
 
