@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from driver.tables import duets as duetstab  # noqa: E402
 from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table  # noqa: E402
 from driver.tables.duets_releases import duets_releases_table  # noqa: E402
+from driver.tables.results import Results  # noqa: E402
 
 FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes")
 DERIVED = ("duets_releases", "duets_graph_vs_eager")
@@ -151,12 +152,12 @@ def compare(before: dict, after: dict) -> list[str]:
 
 def reproduces(results: Path, mine: dict) -> list[str]:
     """The rows of the run's own tables whose verdict `mine` does not reproduce."""
+    folder = Results(results, marker="duets")  # a run with paired rows has tables/duets.csv
     bad = []
     for name in FAMILIES + DERIVED:
-        path = results / "tables" / ("%s.csv" % name)
-        if not path.exists():
+        if not folder.has(name):
             continue
-        theirs = verdicts(pd.read_csv(path))
+        theirs = verdicts(folder.raw_table(name))
         ours = verdicts(mine[name])
         bad += ["%s %s: the run says %s, re-decided %s" % (name, k, v, ours.get(k))
                 for k, v in theirs.items() if ours.get(k) != v]
