@@ -250,6 +250,8 @@ def test_published_bottom_line_recomputed_per_machine(published):
         rows = fb[(fb["machine"] == machine) & (fb["task"] == "train")]
         assert f"TensorFlow's best {rows['right_median_s'].iloc[0] * 1e3:,.1f} ms" in line["text"]
         for r in rows.to_dict("records"):
+            if pd.isna(r.get("ci_level")):  # one process a cell: no interval to adjust
+                continue
             assert f"adjusted for its {int(r['candidates'])} candidates" in line["text"]
     res = _of(lines, "Resolution")
     for machine, line in res.items():
