@@ -292,7 +292,10 @@ def test_published_changes_cells_rows_the_duets_answer_are_descriptive(published
         if len(match):
             assert answers[key]["text"].startswith(verdicts.verdict_word(r["verdict"], "later"))
     cp = releases.changepoint_view(tabs["changepoints"], [], dr)
-    assert cp["table"]["columns"][0]["label"] == "machine"
+    # the machine column leads where the view holds two machines' change points (releases.py:
+    # changepoint_view); either way no change point may read twice without its machine
+    labels = [c["label"] for c in cp["table"]["columns"]]
+    assert "machine" not in labels or labels[0] == "machine", labels
     rows = [(r[0]["text"], r[1]["text"], r[3]["text"]) for r in cp["table"]["rows"]]
     assert len(rows) == len(set(rows))  # no change point twice without its machine
     assert cp["n_duets"] == sum("descriptive" in r[-1]["text"] for r in cp["table"]["rows"]) > 0
