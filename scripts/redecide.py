@@ -39,6 +39,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import supervise_duet  # noqa: E402
+
 from driver.tables import duets as duetstab  # noqa: E402
 from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table  # noqa: E402
 from driver.tables.duets_releases import duets_releases_table  # noqa: E402
@@ -80,15 +82,13 @@ def shorten(rec: dict, windows: int) -> dict:
         share = windows / float(rec["windows"])
         left = [left[0][:max(1, round(len(left[0]) * share))]]
         right = [right[0][:max(1, round(len(right[0]) * share))]]
-    else:
+        lm, rm = median(left[0]), median(right[0])
+        rec.update(left_median_s=lm, right_median_s=rm, log_ratio=math.log(lm / rm),
+                   left_samples=len(left[0]), right_samples=len(right[0]))
+    else:  # the supervisor's own figures of its first windows
         left, right = left[:windows], right[:windows]
-        rec["window_log_ratios"] = [math.log(median(b) / median(a))
-                                    for a, b in zip(right, left)]
-    lm = median([s for w in left for s in w])
-    rm = median([s for w in right for s in w])
-    rec.update(left_windows_s=left, right_windows_s=right, left_median_s=lm, right_median_s=rm,
-               log_ratio=math.log(lm / rm), windows=windows,
-               left_samples=sum(map(len, left)), right_samples=sum(map(len, right)))
+        rec.update(supervise_duet.summarize({"a": right, "b": left}))
+    rec.update(left_windows_s=left, right_windows_s=right, windows=windows)
     return rec
 
 
