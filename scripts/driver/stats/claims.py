@@ -30,7 +30,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from driver.stats import verdicts
+from driver.stats import sequential, verdicts
 
 METHODS = {"fdr_bh": "false-discovery rate (Benjamini-Hochberg)",
            "fdr_by": "false-discovery rate under any dependence (Benjamini-Yekutieli)",
@@ -47,12 +47,29 @@ def test_pvalues(log_ratio, se, df, margin: float = 0.10) -> tuple[np.ndarray, n
     return p_diff, p_eq
 
 
+def design_pvalues(rows: pd.DataFrame, p_diff, p_eq) -> tuple[np.ndarray, np.ndarray]:
+    """The last look's p-values mapped to each row's sequential p (driver/stats/sequential.py)
+    where the rows carry their two-look design (columns n_look1 and n_max, as the duets table
+    has them): a row looked at twice is then tested at its stated size, as the duets table's own
+    p and p_equivalent are. Rows without a design (one look) keep their p."""
+    p_diff, p_eq = np.array(p_diff, float), np.array(p_eq, float)
+    if not {"n_look1", "n_max"} <= set(rows.columns):
+        return p_diff, p_eq
+    for i, (n1, n2) in enumerate(zip(rows["n_look1"], rows["n_max"])):
+        if n1 == n1 and n2 == n2 and int(n2) > int(n1) >= 2:
+            lk = sequential.looks(int(n1), int(n2))
+            p_diff[i] = float(lk.two_sided(p_diff[i])) if p_diff[i] == p_diff[i] else p_diff[i]
+            p_eq[i] = float(lk.one_sided(p_eq[i])) if p_eq[i] == p_eq[i] else p_eq[i]
+    return p_diff, p_eq
+
+
 def headline_claims(rows: pd.DataFrame, q: float = 0.05, margin: float = 0.10,
                     method: str = "fdr_bh") -> dict:
     """The claims a list of rows supports, with one error statement for the whole list.
 
     rows: one row per version (e.g. the duets table's rows of one mode), with columns log_ratio
-    (or ratio), se_log and df. Returns {"rows": rows plus p_diff, p_eq, different,
+    (or ratio), se_log and df (and n_look1, n_max where the rows had two looks: their sequential
+    p-values, `design_pvalues`). Returns {"rows": rows plus p_diff, p_eq, different,
     within_margin, claim (verdict code: left_faster, right_faster, equivalent, undecided)},
     "claimed" (rows with a claim), "of" (rows), "counts" ({claim: n}), "level" (q), "method",
     "error" (the statement in words)}. Raises ValueError naming a missing column or method."""
@@ -65,7 +82,7 @@ def headline_claims(rows: pd.DataFrame, q: float = 0.05, margin: float = 0.10,
         raise ValueError(f"headline_claims: rows lack column(s) {', '.join(missing)}")
     out = rows.copy()
     lr = (out["log_ratio"] if "log_ratio" in out.columns else np.log(out["ratio"])).astype(float)
-    p_diff, p_eq = test_pvalues(lr, out["se_log"], out["df"], margin)
+    p_diff, p_eq = design_pvalues(out, *test_pvalues(lr, out["se_log"], out["df"], margin))
     have = np.isfinite(p_diff) & np.isfinite(p_eq)
     reject = np.zeros(2 * len(out), bool)
     if have.any():

@@ -41,9 +41,15 @@ def rate(k, n):
 
 @pytest.fixture(scope="module")
 def duet_se(tables):
+    """The rows' standard errors at the first look (4 duets): a row that took a second look has
+    its look-1 sd over sqrt(4). The two-look design itself is replayed in
+    tests/unit/stats/test_calibration_two_looks.py."""
     tab = pd.read_csv(tables / "duets.csv")
-    assert len(tab) == 50 and set(tab["n"]) == {DUETS}
-    return tab["se_log"].to_numpy(float)
+    assert len(tab) == 50 and set(tab["n_look1"]) == {DUETS} and (tab["n"] >= DUETS).all()
+    looked_twice = tab["n"] > tab["n_look1"]
+    se = tab["se_log"].where(~looked_twice, tab["look1_sd_log"] / math.sqrt(DUETS))
+    assert se.notna().all()
+    return se.to_numpy(float)
 
 
 def duet_runs(rng, se, sims, factor=1.0, shared=False, shift=0.0):
@@ -134,19 +140,33 @@ def test_the_power_table_agrees_with_the_duet_by_duet_simulation(duet_se):
 
 def test_the_old_count_misses_what_the_new_check_fails(duet_se):
     """The count it replaces (rows beyond their intervals against the binomial CI of 5 %) at the
-    same sizes: below 80 % at 1.5x, the audit's finding."""
+    same sizes: below 60 % at 1.5x, the audit's finding; the new check about 80 %, at the limit
+    one pair of runs allows against a shared offset (the test above), and 20 points or more above
+    the count."""
     dfs = np.full(50, 3.0)
     old = crossrun_power.count_fail_rate(duet_se, dfs, duet_se, dfs, 1.5, "shared", sims=SIMS)
     new = crossrun_power.fail_rate(duet_se, dfs, duet_se, dfs, 1.5, "shared", sims=SIMS)
-    assert old["rate"] < 0.6 < 0.8 <= new["rate"]
+    assert old["rate"] < 0.6 and new["ci"][0] >= 0.7, (old, new)
+    assert new["rate"] - old["rate"] >= 0.2, (old, new)
+
+
+INTERVALS = 50  # cells with an interval (2+ processes) a run needs for the cells' check to judge
 
 
 def test_cells_fail_intervals_15x_too_narrow_at_the_published_sizes(tables):
+    """Where the run's cells carry intervals (several processes a cell: the cells design), the
+    check fails 1.5x too narrow ones >= 90 % of the time. Where they do not (the paired design:
+    one process a cell, its verdicts from pairs and duets), the check has few rows, and the line
+    compare-runs prints says a pass cannot tell such intervals from correct ones."""
     cells = compare_runs.load_cells(tables)
     se, df = cells["se_log"].to_numpy(float), cells["df"].to_numpy(float)
     table = crossrun_power.power_table(se, df, se, df, centre=True, sims=SIMS, seed=9)
     lo = table["row 1.5x"]["ci"][0]
-    assert lo >= 0.9 and table["pass"] >= 0.9, table
+    if int((np.isfinite(se) & (df >= 1)).sum()) >= INTERVALS:
+        assert lo >= 0.9 and table["pass"] >= 0.9, table
+    else:
+        assert table["row 1.5x"]["rate"] < 0.8, table
+        assert "a pass cannot tell" in crossrun_power.power_text(table)
 
 
 def test_normal_scores_follow_the_t_distribution_of_each_row():
@@ -202,11 +222,19 @@ def structure(tables):
                                         comps["df"], cell_df, cell_df)
 
 
-def test_comparisons_fail_every_cell_15x_too_narrow_on_the_published_structure(structure):
+def test_comparisons_fail_every_cell_15x_too_narrow_on_the_published_structure(structure,
+                                                                               tables):
+    """As for the cells: >= 90 % where the cells carry intervals; otherwise the printed power
+    says a pass cannot tell (and correct intervals still pass)."""
     bad = crossrun_structure.fail_rate(structure, 1.5, "cell", sims=400, seed=13)
     good = crossrun_structure.fail_rate(structure, 1.0, "cell", sims=400, seed=14)
-    assert bad["ci"][0] >= 0.9 and good["rate"] <= 0.10, (bad, good)
-    assert structure.reference.size >= 1  # the TF 1.14 reference cells are shared
+    assert good["rate"] <= 0.10, good
+    cells = compare_runs.load_cells(tables)
+    if int((np.isfinite(cells["se_log"]) & (cells["df"] >= 1)).sum()) >= INTERVALS:
+        assert bad["ci"][0] >= 0.9, bad
+        assert structure.reference.size >= 1  # the TF 1.14 reference cells are shared
+    else:
+        assert bad["rate"] < 0.8, bad
 
 
 def test_selfbench_prints_the_aa_pairs_check_with_its_power():
