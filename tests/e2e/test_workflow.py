@@ -143,6 +143,16 @@ def test_quick_study_outputs(quick_run):
     report = (work / "results/report.html").read_text()
     section = report[report.index('<section id="pairs"'):]
     assert "3 rows: fit faster in" in section[:section.index("</section>")]
+    # other frameworks against TF 2.21 in duets (tests/quick.yaml duets.frameworks): their own
+    # table, never the headline's; the paired line of the page's answer
+    fw = pd.read_csv(work / "results/tables/duets_frameworks.csv")
+    assert sorted(fw["env"]) == ["keras3-jax", "torch2.13"] and set(fw["right_env"]) == {"tf2.21"}
+    assert set(fw["right_cell_id"]) == {"small-small.tf_keras.graph.train_on_batch.numpy.cpu"}
+    assert set(fw["api"]) == {"custom_loop", "train_on_batch"} and (fw.ratio > 0).all()
+    want = [3 if (e, c) in opened else 2 for e, c in zip(fw["env"], fw["cell_id"])]
+    assert list(fw.n) == want and fw.se_log.notna().all(), fw.reason.tolist()
+    assert not set(duets["env"]) & {"keras3-jax", "torch2.13"}
+    assert 'id="t-best-duets"' in report and "Other frameworks against TensorFlow" in report
     for path in sorted((work / "results/duets").rglob("*.json")):
         duet = json.loads(path.read_text())
         assert duet["status"] == "ok", (path, duet.get("reason"), duet.get("log_tail"))
@@ -150,7 +160,8 @@ def test_quick_study_outputs(quick_run):
         windows = 1 if duet["kind"] == "pair" else 2
         assert len(duet["left_windows_s"]) == len(duet["right_windows_s"]) == windows
         assert duet["ready"]["left"]["first_call_s"] > 0
-        assert duet["provenance"]["right_env"]["framework_version"] == "1.14.0"
+        assert duet["provenance"]["right_env"]["framework_version"] == (
+            "2.21.0" if duet["design"].get("frameworks") else "1.14.0")
     # with one process per cell there is no process-level CI (and so no verdict)
     several = ok[ok.n_repeats > 1]
     assert (several.ci_low_s <= several.median_s).all()

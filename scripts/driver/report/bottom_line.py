@@ -225,10 +225,14 @@ def tf1_line(cells: pd.DataFrame, reference_env: str, mode: str = "eager",
     return {"what": "Where it starts", "text": "; ".join(out) + ".", "cls": "mixed"}
 
 
-def frameworks_line(best: pd.DataFrame) -> dict | None:
+def frameworks_line(best: pd.DataFrame, duets: pd.DataFrame | None = None) -> dict | None:
     """Each other framework's fastest training step against TensorFlow's fastest, of one
     machine (bottom_line calls it per machine): each row's interval is adjusted for its own
-    candidates, which differ between frameworks (torch has fewer configurations)."""
+    candidates, which differ between frameworks (torch has fewer configurations). Where the
+    study timed other frameworks in duets (`duets`: the duets_frameworks table, config
+    duets.frameworks), the line is theirs: paired rows decide, the cells' picks do not."""
+    if duets is not None and not duets.empty:
+        return frameworks_duets_line(duets)
     if best.empty:
         return None
     if len(machines_of(best)) > 1:
@@ -257,6 +261,27 @@ def frameworks_line(best: pd.DataFrame) -> dict | None:
     return {"what": "Best against best (training)",
             "text": "; ".join(bits) + f" against {' / '.join(tfs)}{basis}.",
             "cls": "mixed"}
+
+
+def frameworks_duets_line(duets: pd.DataFrame) -> dict:
+    """The frameworks line from the duets_frameworks rows of one machine: each way, its ratio
+    to TensorFlow's way, the verdict and its interval, and how many duets."""
+    if len(machines_of(duets)) > 1:
+        raise ValueError("frameworks_line reads one machine's rows; bottom_line splits them")
+    bits = []
+    for r in records(duets):
+        ratio, level = num(r.get("ratio")), num(r.get("ci_level"))
+        said = verdict_word(norm_verdict(r.get("verdict")))
+        interval = (f", {level * 100:.1f} % interval {num(r.get('ratio_ci_low')):.2f}-"
+                    f"{num(r.get('ratio_ci_high')):.2f}" if math.isfinite(level) else "")
+        bits.append(f"{text(r.get('left_env'))} ({text(r.get('mode'))} "
+                    f"{text(r.get('api'))}) {num(r.get('left_median_s')) * 1e3:,.1f} ms, "
+                    f"{ratio:.2f}x ({said}{interval}; {int(num(r.get('n')))} duets)")
+    tfs = list(dict.fromkeys(
+        f"TensorFlow's {text(r.get('right_env'))} way {num(r.get('right_median_s')) * 1e3:,.1f} ms"
+        f" ({text(r.get('right_cell_id'))})" for r in records(duets)))
+    return {"what": "Other frameworks against TensorFlow (training, in duets)",
+            "text": "; ".join(bits) + f" against {' / '.join(tfs)}.", "cls": "mixed"}
 
 
 def _ratio_summary(df: pd.DataFrame) -> tuple[str, int, int, int] | None:
@@ -395,7 +420,8 @@ def _machine_lines(tabs: dict, cells: pd.DataFrame, reference_env: str, referenc
         lines.append(line)
     for line in (keras3_line(tf2, reference), tf1_line(cells, reference_env, tf2=duets.empty),
                  fit_line(tabs, cells),
-                 frameworks_line(tabs.get("frameworks_best", pd.DataFrame())),
+                 frameworks_line(tabs.get("frameworks_best", pd.DataFrame()),
+                                 tabs.get("duets_frameworks", pd.DataFrame())),
                  resolution_line(pd.concat(heads) if heads else pd.DataFrame(), level)):
         if line:
             lines.append(line)

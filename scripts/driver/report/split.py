@@ -15,6 +15,7 @@ from driver.report.views import comparison_view
 from driver.stats.verdicts import EQUIVALENT, LEFT_FASTER, RIGHT_FASTER, words
 from driver.tables.labels import value_label
 from driver.tables.registry import BY_NAME, COMPARISONS, REGISTRY
+from tfspeed.cells import parse_cell_id
 
 # Shown by best_vs_best, above the one-factor tables.
 SHOWN_APART = tuple(t.name for t in REGISTRY if t.shown_apart)  # each table's `shown_apart`
@@ -142,3 +143,50 @@ def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
                     cell(win, cls), cell(fmt_p(r.get("p_adjusted")), "num",
                                          v=num(r.get("p_adjusted")))])
     return {"id": "t-best", "columns": columns, "rows": out, "n": len(out)}
+
+
+def _way(env, cell_id) -> str:
+    """A duet side as the page names it: env · keras · mode · api · input (from its cell id)."""
+    try:
+        c = parse_cell_id(text(cell_id))
+    except (ValueError, KeyError, TypeError):
+        return text(env)
+    parts = [text(env)] + [value_label(k, text(c.get(k))) for k in ("keras", "mode", "api",
+                                                                      "input")]
+    return " · ".join(p for p in parts if p and p != "none")
+
+
+def frameworks_duets(table: pd.DataFrame, min_effect: float) -> dict:
+    """The `duets_frameworks` table as the report shows it (config duets.frameworks): each other
+    framework's way against TensorFlow's, decided by duets (replicated, looked at twice, in a
+    family of their own). Every figure comes from aggregation (driver/tables/duets.py)."""
+    columns = [{"label": c, "csv": csv, "num": n} for c, csv, n in (
+        ("machine", "machine", False),
+        ("other framework's way", "left_env, left_cell_id", False),
+        ("ms", "left_median_s", True),
+        ("TensorFlow's way", "right_env, right_cell_id", False),
+        ("TF ms", "right_median_s", True),
+        ("ratio [tested interval]", "ratio, ratio_ci_low, ratio_ci_high", True),
+        ("duets", "n", True), ("who wins", "verdict", False))]
+    out = []
+    for r in records(table):
+        ratio, v = num(r.get("ratio")), norm_verdict(r.get("verdict"))
+        if v == LEFT_FASTER:
+            win = f"{text(r.get('left_env'))}, {1 / ratio:.2f}x as fast"
+        elif v == RIGHT_FASTER:
+            win = f"TensorFlow, {ratio:.2f}x as fast"
+        elif v == EQUIVALENT:
+            win = f"neither (within {min_effect:.0%})"
+        else:
+            win = words(v).word
+        lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
+        out.append([cell(text(r.get("machine"))),
+                    cell(_way(r.get("left_env"), r.get("left_cell_id"))),
+                    cell(fmt_ms(lm), "num", v=lm),
+                    cell(_way(r.get("right_env"), r.get("right_cell_id"))),
+                    cell(fmt_ms(rm), "num", v=rm),
+                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
+                         f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
+                    cell(f"{int(num(r.get('n')))}", "num", v=num(r.get("n"))),
+                    cell(win, words(v).cls)])
+    return {"id": "t-best-duets", "columns": columns, "rows": out, "n": len(out)}

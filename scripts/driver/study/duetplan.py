@@ -100,11 +100,14 @@ class Duet(NamedTuple):
     together: bool = False  # a pair in one process (both cells in one worker), not a duet
     weight: int = 1  # duets per replicate round (the reference across modes: graph_vs_eager)
     own: bool = False  # a user's model across envs and modes (plan_own): the duets_own table
+    frameworks: bool = False  # another framework's way against TF's (plan_frameworks)
 
     @property
     def cell_id(self):
-        """The row's key: the cell's id; a pair's, and one env's two cells', join both (PAIR_SEP)."""
-        if self.together or (self.env == self.reference_env and self.cell != self.reference_cell):
+        """The row's key: the cell's id; a pair's, one env's two cells', and a frameworks duet's
+        (its right side is named by config, not implied) join both (PAIR_SEP)."""
+        if self.together or self.frameworks or (
+                self.env == self.reference_env and self.cell != self.reference_cell):
             return tfcells.cell_id(self.cell) + PAIR_SEP + tfcells.cell_id(self.reference_cell)
         return tfcells.cell_id(self.cell)
 
@@ -156,6 +159,76 @@ def plan_own(specs, envs, reference_env, settings):
         out += [d._replace(own=True) for d in _plan_model(
             specs, envs, reference_env, settings, base, aa=False, weight=1)]
     return out
+
+
+WAY_KEYS = ("env", "keras", "mode", "api", "input")
+
+
+def frameworks_why_not(specs, envs, settings):
+    """[(config key, problem)] of config `duets.frameworks` ({"against": way, "ways": [way]}, a
+    way = {env, mode, api, keras?, input?}): an env the study does not run, a way whose cell
+    cannot exist in its env (tfspeed/cells.py why_not), a way on the TensorFlow side's framework.
+    Empty when every way can be planned."""
+    block = settings.get("frameworks") or {}
+    if not block:
+        return []
+    problems = []
+    named = [("duets.frameworks.against", block.get("against"))] + [
+        ("duets.frameworks.ways[%d]" % i, w) for i, w in enumerate(block.get("ways") or [])]
+    for key, way in named:
+        if not isinstance(way, dict) or not way.get("env"):
+            problems.append((key, "needs an env, a mode and an api"))
+            continue
+        if way["env"] not in envs:
+            problems.append((key + ".env", "%r is not among the study's envs (%s)"
+                             % (way["env"], ", ".join(sorted(envs)))))
+            continue
+        spec = specs[way["env"]]
+        if "invalid" in spec:
+            problems.append((key + ".env", "env %r is invalid: %s" % (way["env"], spec["invalid"])))
+            continue
+        reason = tfcells.why_not(spec, way_cell(spec, way))
+        if reason:
+            problems.append((key, "%s cannot run in %s: %s" % (
+                tfcells.cell_id(way_cell(spec, way)), way["env"], reason)))
+    if not problems:
+        tf_side = specs[block["against"]["env"]]["framework"]
+        for i, way in enumerate(block.get("ways") or []):
+            if specs[way["env"]]["framework"] == tf_side and not way_cell(
+                    specs[way["env"]], way)["keras"].startswith("keras3"):
+                problems.append(("duets.frameworks.ways[%d]" % i, "%s is %s, the side it is "
+                                 "timed against: a way of another framework (PyTorch, Keras 3 "
+                                 "on JAX or torch) belongs here" % (way["env"], tf_side)))
+    return problems
+
+
+def way_cell(spec, way):
+    """A way of config `duets.frameworks` as a cell: the headline's small model and data, numpy
+    input unless named; the Keras a TF env's users get in its mode unless named (none where the
+    framework has no Keras)."""
+    keras = way.get("keras")
+    if not keras:
+        keras = (counted_keras(spec, way.get("mode", "eager"))[0]
+                 if spec.get("framework") == "tensorflow" and spec.get("flavours") else
+                 (spec.get("flavours") or ["none"])[0])
+    return dict(HEADLINE, keras=keras, mode=way.get("mode", "eager"),
+                api=way.get("api", "train_on_batch"), input=way.get("input", "numpy"))
+
+
+def plan_frameworks(specs, envs, settings):
+    """[Duet(frameworks=True)]: config `duets.frameworks`, other frameworks' ways to train the
+    headline's small model, each against one TensorFlow way (`against`), in duets of a table
+    of their own (duets_frameworks): best against best where the config names each framework's
+    fastest way (the cells' frameworks_best table says, descriptively, which way the run's cells
+    found fastest). Each way's cell and the `against` cell must exist in their envs
+    (frameworks_why_not; plan.py refuses the config before any job otherwise)."""
+    block = settings.get("frameworks") or {}
+    if not block or frameworks_why_not(specs, envs, settings):
+        return []
+    ref = block["against"]
+    ref_cell = way_cell(specs[ref["env"]], ref)
+    return [Duet(w["env"], way_cell(specs[w["env"]], w), ref["env"], ref_cell, frameworks=True)
+            for w in block.get("ways") or []]
 
 
 def _plan_model(specs, envs, reference_env, settings, base, aa, weight):

@@ -45,7 +45,8 @@ COLUMNS = {c.name: c for c in [
          "row)."),
         ("numpy_version", "NumPy's version in the env."),
         ("paired_table", "not_decided: the table of the undecided paired row (duets, pairs, "
-         "duets_aa, pairs_aa, duets_modes, duets_own), or cells (a round of the cells)."),
+         "duets_aa, pairs_aa, duets_modes, duets_own, duets_frameworks), or cells (a round of "
+         "the cells)."),
         ("state", "not_decided: `not reached` (its second look beyond the time budget) or "
          "`open after the second look`."),
         ("command", "not_decided: the command that continues the run with the minutes the "

@@ -50,8 +50,10 @@ KEYS = ["machine", "env", "cell_id"]
 # the families of duet files: each its own table, its own BH family (family())
 # (duets_modes: the reference env's graph against its eager cell, duetplan `weight`; it enters
 # duets_graph_vs_eager only; duets_own: a user's model across envs and modes, duetplan.plan_own,
-# its graph-vs-eager row among them)
-FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes", "duets_own")
+# its graph-vs-eager row among them; duets_frameworks: other frameworks' ways against TF's,
+# duetplan.plan_frameworks)
+FAMILIES = ("duets", "duets_aa", "pairs", "pairs_aa", "duets_modes", "duets_own",
+            "duets_frameworks")
 COLUMNS = [
     "machine", "env", "cell_id", "mode", "keras", "api", "input", "table", "left_env",
     "right_env", "left_cell_id", "right_cell_id", "left_keras", "right_keras", "left_framework_version",
@@ -263,8 +265,16 @@ def is_own(rec: dict) -> bool:
     return bool((rec.get("design") or {}).get("own"))
 
 
+def is_frameworks(rec: dict) -> bool:
+    """A duet of another framework's way against TensorFlow's (config duets.frameworks,
+    duetplan.plan_frameworks)."""
+    return bool((rec.get("design") or {}).get("frameworks"))
+
+
 def family(rec: dict) -> str:
     """Which table a duet file's row belongs to (FAMILIES)."""
+    if is_frameworks(rec):
+        return "duets_frameworks"
     if is_own(rec):
         return "duets_own"
     if is_modes(rec):
@@ -274,7 +284,7 @@ def family(rec: dict) -> str:
 
 def row_id(rec: dict) -> str:
     """A file's row key: its cell's id; a pair's and is_modes' join both cells' (Duet.cell_id)."""
-    if is_pair(rec) or is_modes(rec):
+    if is_pair(rec) or is_modes(rec) or is_frameworks(rec):
         return cell_id(rec["cell"]) + PAIR_SEP + cell_id(rec["reference_cell"])
     return cell_id(rec["cell"])
 

@@ -28,7 +28,8 @@ from driver.study import layout
 
 COLUMNS = ["machine", "paired_table", "table", "env", "cell_id", "state", "n", "n_max", "sd_log",
            "ratio", "replicates", "minutes", "chance", "command"]
-FAMILIES = ("duets", "pairs", "duets_aa", "pairs_aa", "duets_modes", "duets_own")
+FAMILIES = ("duets", "pairs", "duets_aa", "pairs_aa", "duets_modes", "duets_own",
+            "duets_frameworks")
 NOT_REACHED, STILL_OPEN = "not reached", "open after the second look"
 
 

@@ -112,6 +112,15 @@ REGISTRY = [
           "(cell_id joins both), timed and analysed as the headline's duets are, in a family of "
           "its own. With the pairs inside each env and mode they decide the report's answer for "
           "the model. See driver/tables/duets.py."),
+    Table("duets_frameworks", "Other frameworks against TensorFlow, in duets", None, None, None,
+          "ratio < 1 when the other framework's way (left) is faster",
+          "Other frameworks' ways to train the headline's small model (config duets.frameworks: "
+          "PyTorch's own loop, Keras 3 on JAX or torch) each against one TensorFlow way, timed "
+          "and analysed as the headline's duets are, in a family of its own (cell_id joins both "
+          "cells' ids; right_env and right_cell_id name the TensorFlow side). Where the config "
+          "names each framework's fastest way, this is best against best decided by paired "
+          "rows; the frameworks_best table (from the cells) stays descriptive beside it. See "
+          "driver/tables/duets.py."),
     Table("not_decided", "Rows not decided: what more time would decide", None, None, None,
           "ratio < 1 when the row's left side is faster",
           "Per machine, every paired row (duets, pairs and their A/A rows) the run left "

@@ -55,7 +55,8 @@ def test_every_entry_names_a_builder_that_exists():
             # made by aggregation itself: from the cell files, and from the duet files
             assert table.name in ("processes", "duets", "duets_aa", "pairs", "pairs_aa",
                                   "duet_rounds", "duets_releases", "duets_graph_vs_eager",
-                                  "machines_compared", "not_decided", "duets_own")
+                                  "machines_compared", "not_decided", "duets_own",
+                                  "duets_frameworks")
             continue
         assert callable(table.builder()), table.name
     assert registry.BY_NAME["versions"].key_columns == len(summaries.VERSION_INDEX)

@@ -27,6 +27,8 @@ def build(data) -> dict:
     return {"groups": mark_paired(mark_answered(split.split_views(data.tabs), data.tabs),
                                   data.tabs),
             "best": split.best_vs_best(data.table("frameworks_best"), data.min_effect),
+            "best_duets": split.frameworks_duets(data.table("duets_frameworks"),
+                                                 data.min_effect),
             "seed": seedtable.seed_blocks(data.cells, data.tabs, data.reference_env, data.order),
             "cells": cells_table(data.cells)}
 
