@@ -180,7 +180,7 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
     for the model ("Your model") names the fastest way as the pairs table decides it."""
     (tmp_path / "my_model.py").write_text(BUILDERS)
     config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
-    config.update(envs=["tf1.14", "tf2.21"], reference_env="tf1.14", repeats=1,
+    config.update(envs=["tf1.14", "tf2.21", "keras3-jax"], reference_env="tf1.14", repeats=1,
                   stop={"rule": "fixed", "iterations": 4})
     config["models"] = {"mine": {"builder": "my_model.py:build", "iterations": 4},
                         "broken": {"builder": "my_model.py:broken"}}
@@ -196,6 +196,10 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
         {"name": "own_tf1", "envs": ["tf1.14"], "pairs": [["mine", "seqs"]],
          "keras": ["tf.keras"], "modes": ["graph"], "apis": ["train_on_batch", "fit"],
          "inputs": ["numpy"]},
+        # Keras 3 on JAX: the builder's model there, joined to TF's ways by a duet below
+        {"name": "own_jax", "envs": ["keras3-jax"], "pairs": [["mine", "seqs"]],
+         "keras": ["keras3"], "modes": ["eager"], "apis": ["train_on_batch"],
+         "inputs": ["numpy"]},
     ]
     # the preset's pairs, two of its tables, small: two replicates of short windows, one look
     assert config["pairs"]["tables"]
@@ -203,9 +207,13 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
                            aa=False)
     # the model across envs and modes in duets of its own (no headline), as the preset has them
     assert config["duets"]["models"] and config["duets"]["headline"] is False
+    assert config["duets"]["frameworks"]["ways"]
     config["duets"] = {"modes": ["graph", "eager"], "headline": False,
                        "models": [["mine", "seqs"]], "replicates": 2, "max_replicates": 2,
-                       "windows": 2, "window_s": 0.05}
+                       "windows": 2, "window_s": 0.05,
+                       "frameworks": {"against": config["duets"]["frameworks"]["against"],
+                                      "ways": [{"env": "keras3-jax", "mode": "eager",
+                                                "api": "train_on_batch"}]}}
     work = tmp_path / "work"
     snakemake(work, write_config(tmp_path / "mine.yaml", config), "--cores", "2", check=True)
     cells = pd.read_csv(work / "results/tables/cells.csv")
@@ -215,7 +223,8 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
         ("tf2.21", k, m, a)
         for k, m in (("tf_keras", "eager"), ("tf_keras", "graph"), ("keras3", "eager"))
         for a in ("train_on_batch", "fit", "predict")} | {
-        ("tf1.14", "tf.keras", "graph", a) for a in ("train_on_batch", "fit")}
+        ("tf1.14", "tf.keras", "graph", a) for a in ("train_on_batch", "fit")} | {
+        ("keras3-jax", "keras3", "eager", "train_on_batch")}
     assert (good.status == "ok").all(), good[["cell_id", "status", "reason"]]
     assert len(bad) == 4 and set(bad.keras) == {"tf_keras"}
     assert (bad.status == "failed").all()
@@ -250,11 +259,18 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
         ("tf2.21", "eager", "tf_keras"), ("tf2.21", "graph", "tf_keras")]
     assert (own.n == 2).all(), own[["cell_id", "n", "reason"]]
     assert pd.read_csv(work / "results/tables/duets.csv").empty
-    # with them, the pairs' groups of every env and mode join into one graph of paired rows
-    joined = own_answer.paired_best(pairs, "mine", "train", own)
+    # Keras 3 on JAX against Keras 3 on TF 2.21 (the preset's duets.frameworks), in duets
+    others = pd.read_csv(work / "results/tables/duets_frameworks.csv")
+    assert list(others.env) == ["keras3-jax"] and list(others.right_env) == ["tf2.21"]
+    assert others.left_cell_id.tolist() == ["mine-seqs.keras3.eager.train_on_batch.numpy.cpu"]
+    assert (others.n == 2).all() and others.ratio.gt(0).all(), others.reason.tolist()
+    # with them, the pairs' groups of every env and mode join into one graph of paired rows,
+    # JAX's way among them
+    duets = pd.concat([own, others], ignore_index=True)
+    joined = own_answer.paired_best(pairs, "mine", "train", duets)
     assert len(joined) == 1 and {tuple(x) for x in joined[0]["settings"]} >= {
-        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph")}
-    text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0, duets=own)
+        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph"), ("keras3-jax", "eager")}
+    text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0, duets=duets)
     assert text.startswith("The fastest way to train mine here is %s" % joined[0]["way"]), text
     section = report[report.index('<section id="own_answer"'):].replace("&#39;", "'")
     assert text.replace("±", "&plusmn;") in section or text in section, (text, section[:3000])

@@ -56,7 +56,13 @@ PAIR_TABLES = {"fit_vs_train_on_batch": ("api", (("fit", "train_on_batch"),)),
                                            ("predict_on_batch", "predict"),
                                            ("inference_mode", "call"))),
                "keras_vs_tfkeras": ("keras", (("keras", "tf.keras"), ("keras3", "tf_keras"),
-                                              ("tf.python.keras", "tf.keras")))}
+                                              ("tf.python.keras", "tf.keras"))),
+               # modes that share a process: none of them is TF 1-style graph (which a TF 2
+               # process turns on for all it builds), so eager, tf.function, XLA and
+               # run_eagerly cells live side by side, as do PyTorch's
+               "compiled_vs_eager": ("mode", (("function", "eager"), ("xla", "function"),
+                                              ("xla", "eager"), ("eager", "run_eagerly"),
+                                              ("compile", "eager"), ("torchscript", "eager")))}
 
 
 def keras_why_not(spec, left, right, mode):
@@ -202,17 +208,24 @@ def frameworks_why_not(specs, envs, settings):
     return problems
 
 
-def way_cell(spec, way):
-    """A way of config `duets.frameworks` as a cell: the headline's small model and data, numpy
-    input unless named; the Keras a TF env's users get in its mode unless named (none where the
-    framework has no Keras)."""
+def way_cell(spec, way, base=None):
+    """A way of config `duets.frameworks` as a cell: of `base`'s model and data (default: the
+    headline's small model and data), numpy input unless named; the Keras a TF env's users get
+    in its mode unless named (none where the framework has no Keras)."""
     keras = way.get("keras")
     if not keras:
         keras = (counted_keras(spec, way.get("mode", "eager"))[0]
                  if spec.get("framework") == "tensorflow" and spec.get("flavours") else
                  (spec.get("flavours") or ["none"])[0])
-    return dict(HEADLINE, keras=keras, mode=way.get("mode", "eager"),
+    return dict(base or HEADLINE, keras=keras, mode=way.get("mode", "eager"),
                 api=way.get("api", "train_on_batch"), input=way.get("input", "numpy"))
+
+
+def framework_models(settings):
+    """The (model, data) each frameworks way is timed on: the headline's (unless `headline` is
+    off) and each of `duets.models` (a user's model: its rows join the model's own answer)."""
+    out = [(HEADLINE["model"], HEADLINE["data"])] if settings.get("headline", True) else []
+    return out + [tuple(pair) for pair in settings.get("models") or []]
 
 
 def plan_frameworks(specs, envs, settings):
@@ -225,10 +238,19 @@ def plan_frameworks(specs, envs, settings):
     block = settings.get("frameworks") or {}
     if not block or frameworks_why_not(specs, envs, settings):
         return []
-    ref = block["against"]
-    ref_cell = way_cell(specs[ref["env"]], ref)
-    return [Duet(w["env"], way_cell(specs[w["env"]], w), ref["env"], ref_cell, frameworks=True)
-            for w in block.get("ways") or []]
+    ref, out = block["against"], []
+    for model, data in framework_models(settings):
+        base = dict(HEADLINE, model=model, data=data)
+        ref_cell = way_cell(specs[ref["env"]], ref, base)
+        for w in block.get("ways") or []:
+            cell = way_cell(specs[w["env"]], w, base)
+            # a way a user's model cannot take in that env (a layer its Keras lacks) is left
+            # out for that model alone; the headline's ways were checked by frameworks_why_not
+            if all(tfcells.why_not(specs[e], c) is None for e, c in ((w["env"], cell),
+                                                                      (ref["env"], ref_cell))):
+                out.append(Duet(w["env"], carried(cell), ref["env"], carried(ref_cell),
+                                frameworks=True))
+    return out
 
 
 def _plan_model(specs, envs, reference_env, settings, base, aa, weight):

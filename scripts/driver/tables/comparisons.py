@@ -35,6 +35,11 @@ KERAS_PAIRS = (("keras", "tf.keras"), ("keras3", "tf_keras"), ("tf.python.keras"
 # inference APIs appear here, so no training step is ever set against an inference step.
 CALL_PAIRS = (("call", "predict"), ("call", "predict_on_batch"), ("predict_on_batch", "predict"),
               ("inference_mode", "call"))
+# compiled_vs_eager: the ways a TF 2 (or PyTorch) step is compiled, against the way it runs
+# without (first-named on the left); mode `eager` of a Keras step is Keras' default (its step in
+# a tf.function), of a custom loop or model(x) plain Python
+MODE_PAIRS = (("function", "eager"), ("xla", "function"), ("xla", "eager"), ("eager", "run_eagerly"),
+              ("compile", "eager"), ("torchscript", "eager"))
 
 METRICS = ["left_median_s", "right_median_s", "pct", "ratio", "ratio_ci_low", "ratio_ci_high",
            "ci_level", "bound_pct", "p", "p_adjusted", "p_threshold", "p_equivalent",
@@ -162,6 +167,10 @@ def keras_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) ->
 
 def call_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
     return pairs_table(cells, comparer, "api", CALL_PAIRS, envs)
+
+
+def compiled_table(cells: pd.DataFrame, comparer: Comparer, envs: Sequence[str]) -> pd.DataFrame:
+    return pairs_table(cells, comparer, "mode", MODE_PAIRS, envs)
 
 
 def _is_tf2(framework, version) -> bool:

@@ -212,6 +212,15 @@ REGISTRY = [
           "predict_on_batch() vs predict(); PyTorch's torch.inference_mode() vs torch.no_grad() "
           "(call). Left = the first-named.",
           build=_COMPARISONS + "call_table", chased=True),
+    Table("compiled_vs_eager", "tf.function and XLA vs eager", "mode", None, None,
+          "+ when the first-named mode is faster",
+          "The ways a step is compiled, everything else equal (env, model, data, Keras, API, "
+          "input, device): tf.function vs plain eager and XLA (jit_compile) vs tf.function for "
+          "custom loops and model(x); XLA vs Keras' default and Keras' default vs "
+          "run_eagerly=True for fit and train_on_batch (Keras' default, mode `eager`, runs its "
+          "step in a tf.function); torch.compile and TorchScript vs eager PyTorch. Left = the "
+          "first-named.",
+          build=_COMPARISONS + "compiled_table", chased=True),
     Table("gpu_vs_cpu", "GPU vs CPU", "device", "gpu", "cpu", "+ when the GPU is faster",
           "GPU vs CPU, same env and configuration. Left = GPU.",
           build=_COMPARISONS + "factor_table", chased=True),

@@ -109,6 +109,25 @@ def test_two_keras_pair_only_where_both_share_a_process():
     assert "unknown" in why(None, "keras", "tf.keras", "graph")
 
 
+def test_compiled_modes_pair_with_their_uncompiled_way_never_with_graph():
+    """compiled_vs_eager: tf.function, XLA and run_eagerly beside eager in one TF 2 process (a
+    TF 1-style graph cell never pairs: it turns graph mode on for the whole process); the
+    pairs are the comparison table's own (comparisons.MODE_PAIRS)."""
+    from driver.tables.comparisons import MODE_PAIRS
+
+    assert duetplan.PAIR_TABLES["compiled_vs_eager"] == ("mode", MODE_PAIRS)
+    study = (cells("tf2.21", ["keras3"], ["eager", "function", "xla"], ["custom_loop"])
+             + cells("tf2.21", ["keras3"], ["eager", "run_eagerly", "xla"], ["fit"])
+             + cells("tf2.21", ["tf_keras"], ["graph", "eager"], ["train_on_batch"]))
+    got = plan(study, ["compiled_vs_eager"])
+    assert sorted((d.cell["api"], d.cell["mode"], d.reference_cell["mode"]) for d in got) == [
+        ("custom_loop", "function", "eager"), ("custom_loop", "xla", "eager"),
+        ("custom_loop", "xla", "function"), ("fit", "eager", "run_eagerly"),
+        ("fit", "xla", "eager")]
+    assert all(d.table == "compiled_vs_eager" and d.env == d.reference_env for d in got)
+    assert all("graph" not in (d.cell["mode"], d.reference_cell["mode"]) for d in got)
+
+
 def test_a_cell_pairs_only_with_the_cell_that_differs_in_the_tables_axis_alone():
     study = (cells("tf1.14", ["tf.keras"], ["graph"], ["fit"], ["numpy"])
              + cells("tf1.14", ["tf.keras"], ["eager"], ["train_on_batch"], ["numpy"])
@@ -120,14 +139,15 @@ def test_a_cell_pairs_only_with_the_cell_that_differs_in_the_tables_axis_alone()
 def test_every_table_at_once_keys_are_unique_and_the_aa_rows_one_per_env_and_mode():
     study = (cells("tf1.14", ["keras", "tf.keras"], ["graph"],
                    ["train_on_batch", "fit", "fit_epoch"], ["numpy", "tfdata"])
-             + cells("tf1.14", ["tf.keras"], ["graph"], ["call", "predict"]))
+             + cells("tf1.14", ["tf.keras"], ["graph"], ["call", "predict"])
+             + cells("tf2.21", ["keras3"], ["eager", "function"], ["custom_loop"]))
     study = [(e, c) for e, c in study if not (c["keras"] == "keras" and c["input"] == "tfdata")]
     pairs = duetplan.plan_pairs(study, {"tables": list(duetplan.PAIR_TABLES), "aa": True}, SPECS)
     named = [d for d in pairs if d.table]
     assert {d.table for d in named} == set(duetplan.PAIR_TABLES)
     assert len({d.cell_id for d in pairs}) == len(pairs)
     assert [(d.env, d.cell["mode"]) for d in pairs if d.cell == d.reference_cell] == [
-        ("tf1.14", "graph")]
+        ("tf1.14", "graph"), ("tf2.21", "function")]
     assert all(d.together and d.env == d.reference_env for d in pairs)
 
 

@@ -28,9 +28,9 @@ DRY_RUN = {
     "presets/fidelity_check.yaml": (18, 0, 3),
     "presets/headline.yaml": (56, 216, 26),
     "presets/own_model.yaml": (42, 124, 6),
-    "presets/own_model_python.yaml": (77, 296, 5),
+    "presets/own_model_python.yaml": (77, 364, 5),
     "presets/pairs.yaml": (60, 96, 2),
-    "presets/paired.yaml": (159, 508, 27),
+    "presets/paired.yaml": (159, 568, 27),
     "presets/seed_full.yaml": (960, 48, 5),
     "presets/seed_large.yaml": (96, 36, 3),
     "presets/seed_systems.yaml": (207, 436, 27),
@@ -102,8 +102,9 @@ def test_quick_study_is_its_grid_once():
     plan = StudyPlan(cfg, REPO)
     assert cfg["repeats"] == 1 and plan.twins == [] and plan.extra_rounds == 0
     assert len(plan.cells) == 71
-    # 3 rows, 2 A/A rows and the reference's graph vs eager (weight 2)
-    assert sum(d.weight for d in plan.duets) * cfg["duets"]["replicates"] == 14
+    # 3 rows, 2 A/A rows and the reference's graph vs eager (weight 2); 2 frameworks rows
+    assert sum(d.weight for d in plan.duets) * cfg["duets"]["replicates"] == 18
+    assert sum(d.frameworks for d in plan.duets) == 2
     assert {e for e, _ in plan.cells} == set(cfg["envs"])
 
 
@@ -310,7 +311,7 @@ def test_duets_in_their_planned_order():
     assert len(files) == weights * cfg["duets"]["replicates"]
     # priorities for both looks; the second look's files only for the rows still open
     assert len(plan.duet_priority) == weights * cfg["duets"]["max_replicates"]
-    d = [x for x in plan.duets if x.weight == 1][-1]
+    d = [x for x in plan.duets if x.weight == 1 and not x.frameworks][-1]
     extra = plan.extra_duet_files("m", [[d.env, d.cell_id]])
     first, most = cfg["duets"]["replicates"], cfg["duets"]["max_replicates"]
     assert extra == [layout.duet_path("m", d.env, d.cell_id, r) for r in range(first, most)]

@@ -22,7 +22,8 @@ Every verdict in it comes from a paired row (docs/design.md "Every verdict from 
   `duets_own` table's duets (config `duets.models`, duetplan.plan_own: each TF 2.x env's cell
   against the reference env's in each mode, and the reference's graph against its eager cell)
   join the groups of ways into one graph, chained as the pairs are (a chain may step through
-  pairs and duets alike);
+  pairs and duets alike); so do the `duets_frameworks` table's duets of the model (config
+  `duets.frameworks`: Keras 3 on JAX or torch against a TensorFlow way);
 - where no paired row joins an env and mode to the fastest way (no `duets.models`, or a cell the
   duets do not time), which env and mode is fastest is taken from the cells' `frameworks` rows
   (fresh processes; driver/tables/comparisons.py: frameworks_table), and the paragraph says so:
@@ -400,8 +401,13 @@ def build(data) -> dict:
     own = list(config.get("models") or {})
     if not own:
         return {}
-    pairs, frameworks, duets = (_this_machine(data.table(t), data.machine)
-                                for t in ("pairs", "frameworks", "duets_own"))
+    pairs, frameworks, duets, others = (_this_machine(data.table(t), data.machine)
+                                        for t in ("pairs", "frameworks", "duets_own",
+                                                  "duets_frameworks"))
+    # other frameworks' ways of the model in duets (config duets.frameworks): Keras 3 on JAX or
+    # torch joined to TensorFlow's ways, as duets_own joins envs and modes
+    duets = pd.concat([t for t in (duets, others) if t is not None and not t.empty]
+                      or [duets if duets is not None else pd.DataFrame()], ignore_index=True)
     margin = 100 * float(config.get("min_effect") or 0.1)
     q, alpha = float(config.get("fdr_q") or 0.05), float(config.get("equivalence_alpha") or 0.05)
     leads = []
