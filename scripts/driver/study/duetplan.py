@@ -172,9 +172,10 @@ WAY_KEYS = ("env", "keras", "mode", "api", "input")
 
 def frameworks_why_not(specs, envs, settings):
     """[(config key, problem)] of config `duets.frameworks` ({"against": way, "ways": [way]}, a
-    way = {env, mode, api, keras?, input?}): an env the study does not run, a way whose cell
+    way = {env, mode, api, keras?, input?}): an env without an env file, a way whose cell
     cannot exist in its env (tfspeed/cells.py why_not), a way on the TensorFlow side's framework.
-    Empty when every way can be planned."""
+    A way whose env the study leaves out (a preset of a few envs) is left out, as grids and
+    pairs leave such envs out. Empty when every way can be planned."""
     block = settings.get("frameworks") or {}
     if not block:
         return []
@@ -185,9 +186,11 @@ def frameworks_why_not(specs, envs, settings):
         if not isinstance(way, dict) or not way.get("env"):
             problems.append((key, "needs an env, a mode and an api"))
             continue
-        if way["env"] not in envs:
-            problems.append((key + ".env", "%r is not among the study's envs (%s)"
-                             % (way["env"], ", ".join(sorted(envs)))))
+        if way["env"] not in specs:
+            problems.append((key + ".env", "%r has no env file (envs: %s)"
+                             % (way["env"], ", ".join(sorted(specs)))))
+            continue
+        if way["env"] not in envs:  # an env the study leaves out, as grids and pairs do
             continue
         spec = specs[way["env"]]
         if "invalid" in spec:
@@ -200,6 +203,8 @@ def frameworks_why_not(specs, envs, settings):
     if not problems:
         tf_side = specs[block["against"]["env"]]["framework"]
         for i, way in enumerate(block.get("ways") or []):
+            if way["env"] not in envs:
+                continue
             if specs[way["env"]]["framework"] == tf_side and not way_cell(
                     specs[way["env"]], way)["keras"].startswith("keras3"):
                 problems.append(("duets.frameworks.ways[%d]" % i, "%s is %s, the side it is "
@@ -239,10 +244,14 @@ def plan_frameworks(specs, envs, settings):
     if not block or frameworks_why_not(specs, envs, settings):
         return []
     ref, out = block["against"], []
+    if ref["env"] not in envs:  # the study leaves TensorFlow's side out: no such duets
+        return []
     for model, data in framework_models(settings):
         base = dict(HEADLINE, model=model, data=data)
         ref_cell = way_cell(specs[ref["env"]], ref, base)
         for w in block.get("ways") or []:
+            if w["env"] not in envs:
+                continue
             cell = way_cell(specs[w["env"]], w, base)
             # a way a user's model cannot take in that env (a layer its Keras lacks) is left
             # out for that model alone; the headline's ways were checked by frameworks_why_not
