@@ -108,6 +108,24 @@ def _label(r: dict, side: str) -> str:
     return " · ".join(p for p in parts if p and p != "none")
 
 
+def who_wins(v: str, ratio: float, left: str, min_effect: float) -> str:
+    """'<left>, 1.43x as fast', 'TensorFlow, ...', 'neither (within 10%)' or the verdict's word:
+    a frameworks row's verdict (ratio left / TensorFlow) in the report's words."""
+    if v == LEFT_FASTER:
+        return f"{left}, {1 / ratio:.2f}x as fast"
+    if v == RIGHT_FASTER:
+        return f"TensorFlow, {ratio:.2f}x as fast"
+    if v == EQUIVALENT:
+        return f"neither (within {min_effect:.0%})"
+    return words(v).word
+
+
+def _interval_cell(r: dict) -> dict:
+    ratio = num(r.get("ratio"))
+    return cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
+                f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio)
+
+
 def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
     """The `frameworks_best` table as the report shows it: who wins, by how much. Every figure
     and verdict comes from aggregation (driver/tables/comparisons.py); nothing is tested here."""
@@ -124,22 +142,12 @@ def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
     for r in records(table):
         ratio, fam = num(r.get("ratio")), text(r.get("left_family"))
         v = norm_verdict(r.get("verdict"))
-        cls = words(v).cls
-        if v == LEFT_FASTER:
-            win = f"{fam}, {1 / ratio:.2f}x as fast"
-        elif v == RIGHT_FASTER:
-            win = f"TensorFlow, {ratio:.2f}x as fast"
-        elif v == EQUIVALENT:
-            win = f"neither (within {min_effect:.0%})"
-        else:
-            win = words(v).word
+        cls, win = words(v).cls, who_wins(v, ratio, fam, min_effect)
         where = " · ".join(text(r.get(c)) for c in ("model", "data", "device", "task"))
         lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
         out.append([cell(where), cell(fam), cell(_label(r, "left")),
                     cell(fmt_ms(lm), "num", v=lm), cell(_label(r, "right")),
-                    cell(fmt_ms(rm), "num", v=rm),
-                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
-                         f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
+                    cell(fmt_ms(rm), "num", v=rm), _interval_cell(r),
                     cell(win, cls), cell(fmt_p(r.get("p_adjusted")), "num",
                                          v=num(r.get("p_adjusted")))])
     return {"id": "t-best", "columns": columns, "rows": out, "n": len(out)}
@@ -171,22 +179,13 @@ def frameworks_duets(table: pd.DataFrame, min_effect: float) -> dict:
     out = []
     for r in records(table):
         ratio, v = num(r.get("ratio")), norm_verdict(r.get("verdict"))
-        if v == LEFT_FASTER:
-            win = f"{text(r.get('left_env'))}, {1 / ratio:.2f}x as fast"
-        elif v == RIGHT_FASTER:
-            win = f"TensorFlow, {ratio:.2f}x as fast"
-        elif v == EQUIVALENT:
-            win = f"neither (within {min_effect:.0%})"
-        else:
-            win = words(v).word
+        win = who_wins(v, ratio, text(r.get("left_env")), min_effect)
         lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
         out.append([cell(text(r.get("machine"))),
                     cell(_way(r.get("left_env"), r.get("left_cell_id"))),
                     cell(fmt_ms(lm), "num", v=lm),
                     cell(_way(r.get("right_env"), r.get("right_cell_id"))),
-                    cell(fmt_ms(rm), "num", v=rm),
-                    cell(f"{fmt_ratio(ratio)} [{fmt_ratio(num(r.get('ratio_ci_low')))}, "
-                         f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio),
+                    cell(fmt_ms(rm), "num", v=rm), _interval_cell(r),
                     cell(f"{int(num(r.get('n')))}", "num", v=num(r.get("n"))),
                     cell(win, words(v).cls)])
     return {"id": "t-best-duets", "columns": columns, "rows": out, "n": len(out)}

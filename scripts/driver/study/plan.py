@@ -134,12 +134,11 @@ class StudyPlan:
                              "a TF 2.x env beside %s, and its cell in both (tfspeed/cells.py: "
                              "why_not)" % (model, data, self.reference_env))
         # other frameworks' ways against TF's (config duets.frameworks): a table of their own
-        if not conda:
-            for key, problem in duetplan.frameworks_why_not(self.env_specs, study_envs,
-                                                            self.duet_settings):
-                config_error(key, problem)
-            self.duets += duetplan.plan_frameworks(self.env_specs, study_envs,
-                                                   self.duet_settings)
+        for key, problem in duetplan.frameworks_why_not(self.env_specs, study_envs,
+                                                        self.duet_settings)[:1]:
+            config_error(key, problem)
+        self.duets += [] if conda else duetplan.plan_frameworks(
+            self.env_specs, study_envs, self.duet_settings)
         # pairs in one process (config `pairs`): same-env comparisons timed by one worker,
         # planned, ordered and looked at twice as duets are (with duets' replicates)
         self.pair_settings = dict(config.get("pairs") or {})
@@ -396,11 +395,9 @@ class StudyPlan:
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
                                              if d.together else {}),
-                                          # a user's model across envs and modes: duets_own
-                                          **({"own": True} if d.own else {}),
-                                          # another framework's way against TF's
-                                          **({"frameworks": True} if d.frameworks else {})),
-                                     sort_keys=True),
+                                          # duets_own / duets_frameworks rows (duets.py)
+                                          **{k: True for k in ("own", "frameworks")
+                                             if getattr(d, k)}), sort_keys=True),
                 "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True)}
 
     # ------------------------------------------------------------------------------ probe

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driver.report import bottom_line, split
+from driver.report import frameworks_line as bottom_line
+from driver.report import split
 from driver.tables.duets import duets_table
 
 SIDES = {"torch2.13": {"keras": "none", "mode": "eager", "api": "custom_loop"},

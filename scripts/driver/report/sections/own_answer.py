@@ -406,8 +406,8 @@ def build(data) -> dict:
                                                   "duets_frameworks"))
     # other frameworks' ways of the model in duets (config duets.frameworks): Keras 3 on JAX or
     # torch joined to TensorFlow's ways, as duets_own joins envs and modes
-    duets = pd.concat([t for t in (duets, others) if t is not None and not t.empty]
-                      or [duets if duets is not None else pd.DataFrame()], ignore_index=True)
+    duets = pd.concat([t for t in (duets, others) if t is not None] or [pd.DataFrame()],
+                      ignore_index=True)
     margin = 100 * float(config.get("min_effect") or 0.1)
     q, alpha = float(config.get("fdr_q") or 0.05), float(config.get("equivalence_alpha") or 0.05)
     leads = []
