@@ -5,8 +5,11 @@ the two-look levels of driver/stats/sequential.py, so that stopping a decided ro
 and finds the rows still undecided (A/A rows included: they are planned as headline rows are,
 or they would not check the procedure). With a time budget (config `time_budget_min`), the rows
 closest to a decision per second get their second look while it fits what the first look and the
-cells' first rounds leave of the budget (driver/tables/second_look.py); the others are written as
-not reached, with the minutes that would reach them and the command that continues the run.
+cells' first rounds leave of the budget (driver/tables/second_look.py); then, with what they
+leave, the headline rows behind a release (duets_releases) still open, whose decision needs both
+its rows' second look, the releases closest to a decision per second first
+(second_look.release_items, plan_second_look). The others are written as not reached, with the
+minutes that would reach them and the command that continues the run.
 Snakemake then runs the chosen rows' remaining duets (rules/common.smk: all_duet_files).
 """
 from driver.study.rulelog import to_rule_log
@@ -20,8 +23,8 @@ import os  # noqa: E402
 
 from driver.study.budget import spent_s  # noqa: E402
 from driver.tables import second_look  # noqa: E402
+from driver.tables.duets import duets_table, open_table  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
-from driver.tables.duets import open_table  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
 
 log = logging.getLogger("tfspeed.plan")
@@ -36,10 +39,13 @@ rows = [{"env": r["env"], "cell_id": r["cell_id"], "family": r["family"], "n": i
                                              p.alpha_equivalence),
          "cost_s": (int(r["n_max"]) - int(r["n"])) * (r["wall_s"] + 0.0)}
         for r in table]
+headline = duets_table(records, level=p.level, q=p.q, min_effect=p.min_effect,
+                       alpha_equivalence=p.alpha_equivalence)
+releases = second_look.release_items(headline, q=p.q, min_effect=p.min_effect,
+                                     alpha_equivalence=p.alpha_equivalence)
 plan = {"open": [], "not_reached": [], "budget": None}
-if p.time_budget_s is None:
-    chosen, not_reached = rows, []
-else:
+gap = 0.0
+if p.time_budget_s is not None:
     cells = []
     for path in p.first_round_cells:
         if os.path.exists(path):
@@ -47,21 +53,31 @@ else:
                 cells.append(json.load(handle))
     cost = second_look.cell_process_s(records, cells, sampling_s=p.sampling_s)
     gap = cost["job_gap_s"]
-    for row in rows:
-        row["cost_s"] += (row["n_max"] - row["n"]) * gap
     spent = spent_s(cells, records)  # the first look's duets and round 0's cells done
     reserved = (len(p.first_round_cells) - len(cells)) * cost["seconds"]
     available = max(0.0, float(p.time_budget_s) - spent - reserved)
-    chosen, not_reached = second_look.choose(rows, available)
-    extra_s = sum(r["cost_s"] for r in not_reached)
+for row in rows:
+    row["cost_s"] += (row["n_max"] - row["n"]) * gap
+# what each row's second look costs: the open rows' (every family), and the headline rows' that
+# a release needs (decided at look 1 or not)
+costs = {(r["env"], r["cell_id"]): r["cost_s"] for r in rows}
+for r in headline.itertuples(index=False):
+    costs.setdefault((r.env, r.cell_id), max(0, int(r.n_max) - int(r.n)) * (r.wall_s + gap))
+if p.time_budget_s is None:
+    chosen, not_reached, keys = second_look.plan_second_look(rows, releases, costs, float("inf"))
+else:
+    chosen, not_reached, keys = second_look.plan_second_look(rows, releases, costs, available)
+    taken = {tuple(k) for k in keys}
+    extra_s = sum(c for k, c in costs.items() if k not in taken
+                  and any(tuple(s) == k for it in not_reached for s in it["sides"]))
     plan["budget"] = {"time_budget_s": p.time_budget_s, "spent_s": spent,
                       "first_round_cells_reserved_s": reserved, "cell_process": cost,
                       "available_s": available,
                       "second_look_s": sum(r["cost_s"] for r in chosen),
                       "not_reached_s": extra_s}
-plan["open"] = sorted([r["env"], r["cell_id"]] for r in chosen)
+plan["open"] = keys
 plan["chosen"] = chosen
 plan["not_reached"] = not_reached
-log.info("duets' second look: %d rows still open, %d get it, %d not reached", len(rows),
-         len(chosen), len(not_reached))
+log.info("duets' second look: %d rows and %d releases still open; %d rows get it; %d items not "
+         "reached", len(rows), len(releases), len(keys), len(not_reached))
 write_text(smk.output.plan, json.dumps(plan, indent=1, default=float) + "\n")

@@ -172,16 +172,18 @@ def broken(keras, data):
 
 
 def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells(tmp_path):
-    """A model as Python code (config `builder`, docs/own-model.md) in TF 2.21's tf_keras and
-    Keras 3 and TF 1.14's tf.keras: the good builder's cells are ok through the factor grid, the
-    failing builder's are written as failed with the error's last line, naming file, function
-    and env; the study goes on and reports. The preset's pairs in one process run for the
-    builder's model (its code travels with both sides of each pair), and the report's answer
-    for the model ("Your model") names the fastest way as the pairs table decides it."""
+    """A model as Python code (config `builder`, docs/own-model.md) in every Keras flavour of
+    the core envs: TF 1.14's tf.keras and standalone Keras, TF 2.15's tf.keras, TF 2.21's
+    tf_keras and Keras 3, Keras 3 on JAX and on torch: the good builder's cells are ok through
+    the factor grid, the failing builder's are written as failed with the error's last line,
+    naming file, function and env; the study goes on and reports. The preset's pairs in one
+    process run for the builder's model (its code travels with both sides of each pair), and
+    the report's answer for the model ("Your model") names the fastest way as the pairs table
+    decides it."""
     (tmp_path / "my_model.py").write_text(BUILDERS)
     config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
-    config.update(envs=["tf1.14", "tf2.21", "keras3-jax"], reference_env="tf1.14", repeats=1,
-                  stop={"rule": "fixed", "iterations": 4})
+    config.update(envs=["tf1.14", "tf2.15", "tf2.21", "keras3-jax", "keras3-torch"],
+                  reference_env="tf1.14", repeats=1, stop={"rule": "fixed", "iterations": 4})
     config["models"] = {"mine": {"builder": "my_model.py:build", "iterations": 4},
                         "broken": {"builder": "my_model.py:broken"}}
     config["data"] = {"seqs": {"batch": 4, "shape": [16, 3], "target": "binary"}}
@@ -193,18 +195,27 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
         {"name": "own_broken", "envs": ["tf2.21"], "pairs": [["broken", "seqs"]],
          "keras": ["tf_keras"], "modes": ["eager", "graph"], "apis": ["train_on_batch", "predict"],
          "inputs": ["numpy"]},
+        # TF 1.14's tf.keras and standalone Keras 2.2, TF 2.15's tf.keras (Keras 2)
         {"name": "own_tf1", "envs": ["tf1.14"], "pairs": [["mine", "seqs"]],
-         "keras": ["tf.keras"], "modes": ["graph"], "apis": ["train_on_batch", "fit"],
+         "keras": ["tf.keras", "keras"], "modes": ["graph"], "apis": ["train_on_batch", "fit"],
          "inputs": ["numpy"]},
-        # Keras 3 on JAX: the builder's model there, joined to TF's ways by a duet below
-        {"name": "own_jax", "envs": ["keras3-jax"], "pairs": [["mine", "seqs"]],
+        {"name": "own_tf215", "envs": ["tf2.15"], "pairs": [["mine", "seqs"]],
+         "keras": ["tf.keras"], "modes": ["eager", "graph"], "apis": ["train_on_batch"],
+         "inputs": ["numpy"]},
+        # Keras 3 on JAX and on torch: the builder's model there, joined to TF's ways by duets
+        {"name": "own_jax", "envs": ["keras3-jax", "keras3-torch"], "pairs": [["mine", "seqs"]],
          "keras": ["keras3"], "modes": ["eager"], "apis": ["train_on_batch"],
+         "inputs": ["numpy"]},
+        # tf.function against eager for the builder's model (the preset's compiled_vs_eager)
+        {"name": "own_compiled", "envs": ["tf2.21"], "pairs": [["mine", "seqs"]],
+         "keras": ["tf_keras"], "modes": ["eager", "function"], "apis": ["custom_loop"],
          "inputs": ["numpy"]},
     ]
     # the preset's pairs, two of its tables, small: two replicates of short windows, one look
     assert config["pairs"]["tables"]
-    config["pairs"] = dict(config["pairs"], tables=["fit_vs_train_on_batch", "keras_vs_tfkeras"],
-                           aa=False)
+    assert "compiled_vs_eager" in config["pairs"]["tables"]
+    config["pairs"] = dict(config["pairs"], tables=["fit_vs_train_on_batch", "keras_vs_tfkeras",
+                                                    "compiled_vs_eager"], aa=False)
     # the model across envs and modes in duets of its own (no headline), as the preset has them
     assert config["duets"]["models"] and config["duets"]["headline"] is False
     assert config["duets"]["frameworks"]["ways"]
@@ -212,8 +223,9 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
                        "models": [["mine", "seqs"]], "replicates": 2, "max_replicates": 2,
                        "windows": 2, "window_s": 0.05,
                        "frameworks": {"against": config["duets"]["frameworks"]["against"],
-                                      "ways": [{"env": "keras3-jax", "mode": "eager",
-                                                "api": "train_on_batch"}]}}
+                                      "ways": [{"env": e, "mode": "eager",
+                                                "api": "train_on_batch"}
+                                               for e in ("keras3-jax", "keras3-torch")]}}
     work = tmp_path / "work"
     snakemake(work, write_config(tmp_path / "mine.yaml", config), "--cores", "2", check=True)
     cells = pd.read_csv(work / "results/tables/cells.csv")
@@ -223,8 +235,11 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
         ("tf2.21", k, m, a)
         for k, m in (("tf_keras", "eager"), ("tf_keras", "graph"), ("keras3", "eager"))
         for a in ("train_on_batch", "fit", "predict")} | {
-        ("tf1.14", "tf.keras", "graph", a) for a in ("train_on_batch", "fit")} | {
-        ("keras3-jax", "keras3", "eager", "train_on_batch")}
+        ("tf1.14", k, "graph", a) for k in ("tf.keras", "keras")
+        for a in ("train_on_batch", "fit")} | {
+        ("tf2.15", "tf.keras", m, "train_on_batch") for m in ("eager", "graph")} | {
+        (e, "keras3", "eager", "train_on_batch") for e in ("keras3-jax", "keras3-torch")} | {
+        ("tf2.21", "tf_keras", m, "custom_loop") for m in ("eager", "function")}
     assert (good.status == "ok").all(), good[["cell_id", "status", "reason"]]
     assert len(bad) == 4 and set(bad.keras) == {"tf_keras"}
     assert (bad.status == "failed").all()
@@ -242,34 +257,48 @@ def test_a_builder_runs_in_every_keras_flavour_and_a_failing_one_fails_its_cells
     mine = pairs[pairs.left_cell_id.str.startswith("mine-")]
     assert set(zip(mine.env, mine["mode"], mine.table)) == {
         ("tf2.21", "eager", "fit_vs_train_on_batch"), ("tf2.21", "graph", "fit_vs_train_on_batch"),
-        ("tf1.14", "graph", "fit_vs_train_on_batch"), ("tf2.21", "eager", "keras_vs_tfkeras")}
+        ("tf1.14", "graph", "fit_vs_train_on_batch"), ("tf2.21", "eager", "keras_vs_tfkeras"),
+        ("tf1.14", "graph", "keras_vs_tfkeras"), ("tf2.21", "function", "compiled_vs_eager")}
+    compiled = mine[mine.table == "compiled_vs_eager"].iloc[0]
+    assert (compiled.left_cell_id, compiled.right_cell_id) == (
+        "mine-seqs.tf_keras.function.custom_loop.numpy.cpu",
+        "mine-seqs.tf_keras.eager.custom_loop.numpy.cpu")
     assert (mine.n == 2).all() and mine.ratio.gt(0).all(), mine[["cell_id", "n", "reason"]]
     # the answer for the model: recomputed here from the study's own tables, it is the page's
     from driver.report.sections import own_answer
 
     frameworks = pd.read_csv(work / "results/tables/frameworks.csv")
     best = own_answer.paired_best(pairs, "mine", "train")
-    assert {(b["env"], b["mode"]) for b in best} == {
-        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph")}
+    # one group of ways per env and mode its pairs join; the custom loop's tf.function and eager
+    # ways in a group of their own (no pair joins a custom loop to train_on_batch)
+    assert {frozenset(tuple(x) for x in b["settings"]) for b in best} == {
+        frozenset({("tf2.21", "eager")}), frozenset({("tf2.21", "graph")}),
+        frozenset({("tf1.14", "graph")}), frozenset({("tf2.21", "eager"), ("tf2.21", "function")})}
     # the duets of the model across envs and modes: TF 2.21's tf_keras graph, Keras 3 and
     # tf_keras eager against TF 1.14, and TF 1.14's graph against its eager; no headline row
     own = pd.read_csv(work / "results/tables/duets_own.csv")
     assert sorted(zip(own.env, own["mode"], own.keras)) == [
-        ("tf1.14", "graph", "tf.keras"), ("tf2.21", "eager", "keras3"),
+        ("tf1.14", "graph", "tf.keras"), ("tf2.15", "eager", "tf.keras"),
+        ("tf2.15", "graph", "tf.keras"), ("tf2.21", "eager", "keras3"),
         ("tf2.21", "eager", "tf_keras"), ("tf2.21", "graph", "tf_keras")]
     assert (own.n == 2).all(), own[["cell_id", "n", "reason"]]
     assert pd.read_csv(work / "results/tables/duets.csv").empty
     # Keras 3 on JAX against Keras 3 on TF 2.21 (the preset's duets.frameworks), in duets
-    others = pd.read_csv(work / "results/tables/duets_frameworks.csv")
-    assert list(others.env) == ["keras3-jax"] and list(others.right_env) == ["tf2.21"]
-    assert others.left_cell_id.tolist() == ["mine-seqs.keras3.eager.train_on_batch.numpy.cpu"]
+    others = pd.read_csv(work / "results/tables/duets_frameworks.csv").sort_values("env")
+    assert list(others.env) == ["keras3-jax", "keras3-torch"]
+    assert set(others.right_env) == {"tf2.21"}
+    assert set(others.left_cell_id) == {"mine-seqs.keras3.eager.train_on_batch.numpy.cpu"}
     assert (others.n == 2).all() and others.ratio.gt(0).all(), others.reason.tolist()
     # with them, the pairs' groups of every env and mode join into one graph of paired rows,
     # JAX's way among them
     duets = pd.concat([own, others], ignore_index=True)
-    joined = own_answer.paired_best(pairs, "mine", "train", duets)
-    assert len(joined) == 1 and {tuple(x) for x in joined[0]["settings"]} >= {
-        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph"), ("keras3-jax", "eager")}
+    joined = sorted(own_answer.paired_best(pairs, "mine", "train", duets),
+                    key=lambda b: -len(b["settings"]))
+    assert len(joined) == 2 and {tuple(x) for x in joined[1]["settings"]} == {
+        ("tf2.21", "eager"), ("tf2.21", "function")}
+    assert {tuple(x) for x in joined[0]["settings"]} >= {
+        ("tf2.21", "eager"), ("tf2.21", "graph"), ("tf1.14", "graph"), ("keras3-jax", "eager"),
+        ("keras3-torch", "eager"), ("tf2.15", "eager"), ("tf2.15", "graph")}
     text = own_answer.lead(pairs, frameworks, "mine", "train", 10.0, duets=duets)
     assert text.startswith("The fastest way to train mine here is %s" % joined[0]["way"]), text
     section = report[report.index('<section id="own_answer"'):].replace("&#39;", "'")

@@ -126,9 +126,37 @@ def _interval_cell(r: dict) -> dict:
                 f"{fmt_ratio(num(r.get('ratio_ci_high')))}]", "num", v=ratio)
 
 
-def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
+PREDICT_APIS = ("call", "predict", "predict_on_batch")
+
+
+def answering_duets(row: dict, duets: pd.DataFrame | None) -> list[dict]:
+    """The duets_frameworks rows that answer a frameworks_best row: the same machine, the best
+    cell's env as their other framework's side, the same model and data, and a training way for
+    the task "train" (an inference way for "predict")."""
+    if duets is None or duets.empty:
+        return []
+    out = []
+    for d in records(duets):
+        try:
+            c = parse_cell_id(text(d.get("left_cell_id")))
+        except (ValueError, KeyError, TypeError):
+            continue
+        task = "predict" if c.get("api") in PREDICT_APIS else "train"
+        if (text(d.get("machine")) == text(row.get("machine"))
+                and text(d.get("left_env")) == text(row.get("left_env"))
+                and c.get("model") == text(row.get("model"))
+                and c.get("data") == text(row.get("data")) and task == text(row.get("task"))):
+            out.append(d)
+    return out
+
+
+def best_vs_best(table: pd.DataFrame, min_effect: float,
+                 duets: pd.DataFrame | None = None) -> dict:
     """The `frameworks_best` table as the report shows it: who wins, by how much. Every figure
-    and verdict comes from aggregation (driver/tables/comparisons.py); nothing is tested here."""
+    and verdict comes from aggregation (driver/tables/comparisons.py); nothing is tested here.
+    A row that duets of the same framework answer (`answering_duets`, config duets.frameworks)
+    gives their verdict in its "who wins" cell, marked descriptive (the cells' own in the cell's
+    title), and is counted apart (`descriptive`)."""
     columns = [{"label": c, "csv": csv, "num": n} for c, csv, n in (
         ("model · data · device · task", "model, data, device, task", False),
         ("framework", "left_family", False),
@@ -138,19 +166,31 @@ def best_vs_best(table: pd.DataFrame, min_effect: float) -> dict:
         ("TF ms", "right_median_s", True),
         ("ratio [tested interval]", "ratio, ratio_ci_low, ratio_ci_high", True),
         ("who wins", "verdict", False), ("p (adjusted)", "p_adjusted", True))]
-    out = []
+    out, n_descriptive = [], 0
     for r in records(table):
         ratio, fam = num(r.get("ratio")), text(r.get("left_family"))
         v = norm_verdict(r.get("verdict"))
         cls, win = words(v).cls, who_wins(v, ratio, fam, min_effect)
+        answers = answering_duets(r, duets)
+        if answers:
+            n_descriptive += 1
+            said = "; ".join(
+                f"{_way(d.get('left_env'), d.get('left_cell_id'))}: "
+                + who_wins(norm_verdict(d.get("verdict")), num(d.get("ratio")), fam, min_effect)
+                for d in answers)
+            verdict = cell(f"descriptive (duets answer this: {said})", "",
+                           title=f"the cells' own verdict: {win}")
+        else:
+            verdict = cell(win, cls)
         where = " · ".join(text(r.get(c)) for c in ("model", "data", "device", "task"))
         lm, rm = num(r.get("left_median_s")), num(r.get("right_median_s"))
         out.append([cell(where), cell(fam), cell(_label(r, "left")),
                     cell(fmt_ms(lm), "num", v=lm), cell(_label(r, "right")),
                     cell(fmt_ms(rm), "num", v=rm), _interval_cell(r),
-                    cell(win, cls), cell(fmt_p(r.get("p_adjusted")), "num",
-                                         v=num(r.get("p_adjusted")))])
-    return {"id": "t-best", "columns": columns, "rows": out, "n": len(out)}
+                    verdict, cell(fmt_p(r.get("p_adjusted")), "num",
+                                  v=num(r.get("p_adjusted")))])
+    return {"id": "t-best", "columns": columns, "rows": out, "n": len(out),
+            "descriptive": n_descriptive}
 
 
 def _way(env, cell_id) -> str:

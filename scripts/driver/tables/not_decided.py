@@ -12,8 +12,14 @@ Two kinds of row, per machine (docs/design.md "One budget"):
   difference test's half-width below its distance from 1, or the equivalence test's half-width
   below its distance to the margin, normal quantiles: a guide, not a promise), `minutes` their
   cost; more replicates than the design's `max_replicates` need a study planned with more.
-The derived rows (duets_releases, duets_graph_vs_eager) are decided by these rows and are not
-listed. Rows of the A/A families are listed too: they are the procedure's own check.
+A release (duets_releases, derived from two headline rows) still undecided is listed too, its
+`cell_id` naming the earlier env: `not reached` when the plan chose it for the second look of its
+two rows and the budget did not reach it (`replicates`, `minutes`: its rows' second looks not run),
+else `open after the second look` with about how many replicates per row would decide it (its se
+as sqrt(n) times the spread of one replicate). Its minutes are not counted again in the
+continuation's budget where a row of its own is listed. The graph-vs-eager rows
+(duets_graph_vs_eager) are decided by their rows and are not listed. Rows of the A/A families are
+listed too: they are the procedure's own check.
 """
 import json
 import math
@@ -101,7 +107,8 @@ def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Ma
                 continue
             machine = row["machine"]
             plan = plans.get(layout.base_machine(machine)) or {}
-            reached = {(r["env"], r["cell_id"]): r for r in plan.get("not_reached") or []}
+            reached = {(r["env"], r["cell_id"]): r for r in plan.get("not_reached") or []
+                       if r.get("family") != RELEASES}
             base = {"machine": machine, "paired_table": family, "table": row.get("table"),
                     "env": row["env"], "cell_id": row["cell_id"], "n": row["n"],
                     "n_max": row["n_max"], "sd_log": row["sd_log"], "ratio": row["ratio"]}
@@ -119,13 +126,77 @@ def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Ma
             out.append(dict(base, state=STILL_OPEN, replicates=more,
                             minutes=math.nan if more is None else more * wall / 60.0,
                             chance=math.nan, command=None))
+    out.extend(_releases(tables.get("duets_releases"), tables.get("duets"), plans, min_effect,
+                         alpha_equivalence, q))
     # one command per machine: its budget with every not-reached row's minutes (paired rows and
-    # the cells' rounds; the rounds' plans are rewritten by the continuation too)
+    # the cells' rounds; the rounds' plans are rewritten by the continuation too), a release's
+    # only where its rows are not listed themselves
     for machine, plan in plans.items():
         mine = [r for r in out if layout.base_machine(r["machine"]) == machine
                 and r["state"] == NOT_REACHED]
-        command = continuation(plan, 60.0 * sum(float(r["minutes"]) for r in mine),
-                               (spent or {}).get(machine, 0.0))
+        listed = {(r["env"], r["cell_id"]) for r in mine if r["paired_table"] != RELEASES}
+        minutes = sum(float(r["minutes"]) for r in mine if r["paired_table"] != RELEASES)
+        minutes += sum(float(r["minutes"]) for r in mine if r["paired_table"] == RELEASES
+                       and not any(tuple(s) in listed for s in r.get("_sides") or []))
+        command = continuation(plan, 60.0 * minutes, (spent or {}).get(machine, 0.0))
         for r in mine:
             r["command"] = command
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+RELEASES = "duets_releases"
+
+
+def _sides(duets: pd.DataFrame | None) -> dict:
+    """{(machine, env, mode, api, input, keras): (n, n_max, wall_s, cell_id)} of the duets
+    table's rows."""
+    if duets is None or duets.empty:
+        return {}
+    return {tuple(r.get(k) for k in ("machine", "env", "mode", "api", "input", "keras")):
+            (r["n"], r["n_max"], r["wall_s"], r["cell_id"]) for r in duets.to_dict("records")}
+
+
+def _releases(table: pd.DataFrame | None, duets: pd.DataFrame | None,
+              plans: Mapping[str, Mapping], min_effect: float, alpha_equivalence: float,
+              q: float) -> list[dict]:
+    """The undecided releases' rows of the not_decided table (module docstring). A release one of
+    whose rows stopped short of its design's `n_max` is `not reached` (the plan's item gives its
+    minutes; a plan without releases, its rows' missing duets at their own duet time)."""
+    out = []
+    if table is None or table.empty:
+        return out
+    sides = _sides(duets)
+    for _, row in table.iterrows():
+        if verdicts.norm_code(row["verdict"]) != verdicts.UNDECIDED:
+            continue
+        machine = row["machine"]
+        plan = plans.get(layout.base_machine(machine)) or {}
+        items = {(r["env"], r.get("against"), r.get("mode")): r
+                 for r in plan.get("not_reached") or [] if r.get("family") == RELEASES}
+        n = int(min(row["left_n"], row["right_n"]))
+        sd = float(row["se_log"]) * math.sqrt(n) if row["se_log"] == row["se_log"] else math.nan
+        base = {"machine": machine, "paired_table": RELEASES, "table": RELEASES,
+                "env": row["left_env"], "cell_id": "%s against %s" % (row["mode"],
+                                                                      row["right_env"]),
+                "n": n, "n_max": math.nan, "sd_log": sd, "ratio": row["ratio"]}
+        item = items.get((row["left_env"], row["right_env"], row["mode"]))
+        both = [sides.get((machine, row.get(f"{s}_env"), row.get("mode"), row.get("api"),
+                           row.get("input"), row.get(f"{s}_keras"))) for s in ("left", "right")]
+        short = [(n_max - got) * wall for got, n_max, wall, _ in filter(None, both)
+                 if got < n_max]
+        if (item is not None and float(item.get("cost_s") or 0) > 0) or short:
+            n_max = (int(item["n_max"]) if item is not None and item.get("n_max")
+                     else max(int(b[1]) for b in both if b))
+            minutes = (float(item["cost_s"]) / 60.0 if item is not None
+                       else sum(short) / 60.0)
+            out.append(dict(base, state=NOT_REACHED, n_max=n_max, replicates=n_max - n,
+                            minutes=minutes, chance=(item or {}).get("chance", math.nan),
+                            command=None, _sides=(item or {}).get("sides") or [
+                                [row[f"{s}_env"], b[3]] for s, b in zip(("left", "right"), both)
+                                if b]))
+            continue
+        need = replicates_to_decide(row["log_ratio"], sd, min_effect, q, alpha_equivalence)
+        out.append(dict(base, state=STILL_OPEN,
+                        replicates=None if need is None else max(0, need - n),
+                        minutes=math.nan, chance=math.nan, command=None))
+    return out

@@ -107,3 +107,101 @@ def choose(rows: Iterable[Mapping], available_s: float) -> tuple[list[dict], lis
             not_reached.append(dict(row))
     return chosen, not_reached
 
+
+
+def release_items(table, q: float = 0.05, min_effect: float = 0.10,
+                  alpha_equivalence: float = 0.05) -> list[dict]:
+    """The duets_releases rows still undecided after look 1, as items of the second look: the
+    release between two headline rows is decided by more replicates of both, so its item names
+    both rows (`sides`, [env, cell_id] each) and its chance to be decided if both get their
+    second look (`decide_chance` of the derived row: its se at look 1 as the spread of one
+    replicate, sqrt(n1) se; the half-widths at df n2 - 1, below the derived row's Welch df, so
+    the chance is on the low side). `table`: the duets table at look 1 (all its rows, decided or
+    not). The derived row is judged under the two-look design (duets_releases), so extending a
+    row that look 1 decided costs it no size: its sequential p-value maps its last look's."""
+    from driver.stats import verdicts
+    from driver.tables.duets_releases import duets_releases_table
+
+    if table is None or table.empty:
+        return []
+    releases = duets_releases_table(table, q=q, min_effect=min_effect,
+                                    alpha_equivalence=alpha_equivalence)
+    if releases.empty:
+        return []
+    ids = {(r.machine, r.env, r.mode, r.api, r.input, r.keras): (r.cell_id, int(r.n_max))
+           for r in table.itertuples(index=False)}
+    codes = [verdicts.norm_code(v) for v in releases["verdict"]]
+    called = sum(c in (verdicts.LEFT_FASTER, verdicts.RIGHT_FASTER) for c in codes)
+    tested = int(releases["p"].notna().sum()) or 1
+    out = []
+    for row, code in zip(releases.itertuples(index=False), codes):
+        if code != verdicts.UNDECIDED or not row.se_log == row.se_log:
+            continue
+        left = ids.get((row.machine, row.left_env, row.mode, row.api, row.input,
+                        row.left_keras))
+        right = ids.get((row.machine, row.right_env, row.mode, row.api, row.input,
+                         row.right_keras))
+        if left is None or right is None:
+            continue
+        n1 = int(min(row.left_n, row.right_n))
+        n2 = max(left[1], right[1])
+        chance = decide_chance(float(row.log_ratio), float(row.se_log) * math.sqrt(n1), n1, n2,
+                               q * (called + 1) / tested, min_effect, alpha_equivalence)
+        out.append({"family": "duets_releases", "env": row.left_env, "cell_id": left[0],
+                    "against": row.right_env, "mode": row.mode, "n": n1, "n_max": n2,
+                    "chance": chance, "sides": [[row.left_env, left[0]],
+                                                [row.right_env, right[0]]]})
+    return out
+
+
+def choose_items(items: Iterable[Mapping], costs: Mapping[tuple, float], available_s: float,
+                 taken: Iterable = ()) -> tuple[list[dict], list[dict], list[list[str]]]:
+    """(chosen, not_reached, rows): greedy over items that each need the second look of one row
+    or more (`sides`, [env, cell_id] each; a paired row's own item names itself, a derived
+    release names its two rows): the item with the most chance per second of what it still
+    costs (its sides not yet chosen, at `costs`) that fits what is left, again and again; an
+    item whose sides are all chosen already costs nothing and comes free; an item without a
+    chance figure comes after every item with one. `rows`: the rows that get their second look
+    (sorted; with the rows of `taken`, those chosen before, which cost nothing here). With one
+    side per item and no shared sides this is `choose`'s order."""
+    left = float(available_s)
+    remaining = [dict(it) for it in items]
+    taken = {tuple(k) for k in taken}
+    chosen = []
+
+    def cost(it):
+        return sum(float(costs.get(tuple(s), 0.0)) for s in it["sides"]
+                   if tuple(s) not in taken)
+
+    def score(it, c):
+        ch = it["chance"]
+        if not ch == ch:
+            return -math.inf
+        return math.inf if c <= 0 else ch / c
+
+    while remaining:
+        fits = [(it, cost(it)) for it in remaining]
+        fits = [(it, c) for it, c in fits if c <= left]
+        if not fits:
+            break
+        best, c = min(fits, key=lambda x: (-score(*x), x[0]["env"], x[0]["cell_id"],
+                                           x[0].get("against") or ""))
+        remaining.remove(best)
+        taken.update(tuple(s) for s in best["sides"])
+        left -= c
+        chosen.append(dict(best, cost_s=c))
+    not_reached = [dict(it, cost_s=cost(it)) for it in remaining]
+    return chosen, not_reached, sorted([list(k) for k in taken])
+
+
+def plan_second_look(rows: Iterable[Mapping], releases: Iterable[Mapping],
+                     costs: Mapping[tuple, float],
+                     available_s: float) -> tuple[list[dict], list[dict], list[list[str]]]:
+    """The second look in the study's order of priority: the open paired rows first (their
+    families' own items, `choose_items`), then the open releases with what they leave, each
+    release's rows already chosen costing nothing. (chosen, not_reached, rows)."""
+    own = [dict(r, sides=r.get("sides") or [[r["env"], r["cell_id"]]]) for r in rows]
+    chosen, not_reached, keys = choose_items(own, costs, available_s)
+    left = float(available_s) - sum(float(c["cost_s"]) for c in chosen)
+    more, later, keys = choose_items(releases, costs, left, taken=keys)
+    return chosen + more, not_reached + later, keys

@@ -69,3 +69,28 @@ def test_the_answers_line_is_the_duets_where_they_ran(table):
     with pytest.raises(ValueError, match="one machine"):
         two = pd.concat([table, table.assign(machine="intel-xeon-2c-y")])
         bottom_line.frameworks_line(cells_pick, two)
+
+
+def test_a_cells_best_row_that_duets_answer_is_marked_descriptive_one_by_one(table):
+    """frameworks_best rows whose framework's env has a duets_frameworks row (same machine,
+    model, data, training way for the task "train") give the duets' verdict, marked
+    descriptive and counted apart; the others keep their own."""
+    best = pd.DataFrame([
+        {"machine": "amd-epyc-2c-x", "model": "small", "data": "small", "device": "cpu",
+         "task": task, "left_family": fam, "left_env": env, "ratio": 0.8, "ratio_ci_low": 0.6,
+         "ratio_ci_high": 1.1, "verdict": "undecided", "left_median_s": 0.004,
+         "right_median_s": 0.005, "p_adjusted": 0.2}
+        for task, fam, env in (("train", "PyTorch", "torch2.13"),
+                               ("predict", "PyTorch", "torch2.13"),
+                               ("train", "Keras 3 on PyTorch", "keras3-torch"))])
+    view = split.best_vs_best(best, 0.10, table)
+    assert view["descriptive"] == 1 and view["n"] == 3
+    wins = [row[7] for row in view["rows"]]
+    ratio = table.set_index("env").loc["torch2.13", "ratio"]
+    assert wins[0]["text"] == ("descriptive (duets answer this: torch2.13 · Eager · custom loop · "
+                               "NumPy: "
+                               f"PyTorch, {1 / ratio:.2f}x as fast)")
+    assert wins[0]["title"] == "the cells' own verdict: undecided"
+    assert [w["text"] for w in wins[1:]] == ["undecided", "undecided"]
+    # without duets every row keeps its own verdict
+    assert split.best_vs_best(best, 0.10)["descriptive"] == 0

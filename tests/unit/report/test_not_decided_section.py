@@ -45,7 +45,7 @@ def test_one_sentence_per_machine_from_its_own_rows():
     # the cells' round not run is said apart, never counted as a paired row
     assert intel["sentence"] == ("On the 2-core Intel Xeon, 1 paired row is undecided: 1 still "
                                  "open after their second look. The cells' round 1 did not fit "
-                                 "the time budget either (159 processes, about 8 min).")
+                                 "either (159 processes, about 8 min).")
     assert intel["commands"] == [] and len(intel["rows"]) == 2
 
 
@@ -55,3 +55,18 @@ def test_a_run_with_every_row_decided_says_so():
     assert section.build(data) == {"machines": [], "any_paired": True}
     assert section.sentence("2-core AMD EPYC", []) == (
         "On the 2-core AMD EPYC, every paired row was decided.")
+
+
+def test_releases_are_said_apart_from_the_paired_rows():
+    rel = [dict(row("m", "tf2.2", NOT_REACHED, 1.0, 6), paired_table="duets_releases",
+                cell_id="eager against tf2.1"),
+           dict(row("m", "tf2.3", STILL_OPEN, math.nan, 12), paired_table="duets_releases",
+                cell_id="eager against tf2.2"),
+           dict(row("m", "tf2.4", STILL_OPEN, math.nan, 20), paired_table="duets_releases",
+                cell_id="eager against tf2.3")]
+    assert section.sentence("2-core AMD EPYC", rel) == (
+        "On the 2-core AMD EPYC, every paired row was decided. Undecided releases: 1 not "
+        "reached; 2 open after their rows' second look.")
+    one = section.sentence("2-core AMD EPYC", [row("m", "tf2.9", STILL_OPEN, 1.0, 4)] + rel[:1])
+    assert one.startswith("On the 2-core AMD EPYC, 1 paired row is undecided: 1 still open")
+    assert one.endswith("Undecided releases: 1 not reached.")

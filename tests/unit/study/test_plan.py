@@ -31,6 +31,7 @@ DRY_RUN = {
     "presets/own_model_python.yaml": (77, 364, 5),
     "presets/pairs.yaml": (60, 96, 2),
     "presets/paired.yaml": (159, 568, 27),
+    "presets/releases.yaml": (56, 208, 26),
     "presets/seed_full.yaml": (960, 48, 5),
     "presets/seed_large.yaml": (96, 36, 3),
     "presets/seed_systems.yaml": (207, 436, 27),

@@ -125,3 +125,139 @@ def test_not_decided_lists_not_reached_and_open_rows_with_what_would_decide_them
     # 0.12 is outside the margin (log 1.1 = 0.095): the difference test needs 1.96 sd / 0.12
     need = math.ceil((1.959964 * 0.08 / 0.12) ** 2)
     assert table.loc["tf2.2", "replicates"] == max(0, need - 10)
+
+
+def test_choose_items_with_one_side_each_is_choose():
+    rng = np.random.default_rng(7)
+    rows = [{"env": f"e{i}", "cell_id": "x", "chance": float(rng.uniform()),
+             "cost_s": float(rng.uniform(5, 60))} for i in range(30)]
+    costs = {(r["env"], r["cell_id"]): r["cost_s"] for r in rows}
+    for budget in (0.0, 50.0, 200.0, 1e9):
+        chosen, left_out = second_look.choose(rows, budget)
+        items, out, keys = second_look.choose_items(
+            [dict(r, sides=[[r["env"], r["cell_id"]]]) for r in rows], costs, budget)
+        assert {r["env"] for r in chosen} == {r["env"] for r in items}
+        assert {r["env"] for r in left_out} == {r["env"] for r in out}
+        assert keys == sorted([r["env"], "x"] for r in chosen)
+
+
+def test_a_release_brings_both_its_rows_and_a_shared_row_is_paid_once():
+    costs = {("tf2.1", "c"): 30.0, ("tf2.2", "c"): 30.0, ("tf2.3", "c"): 30.0}
+    own = {"env": "tf2.2", "cell_id": "c", "family": "duets", "chance": 0.9,
+           "sides": [["tf2.2", "c"]]}
+    rel = [{"env": "tf2.2", "cell_id": "c", "against": "tf2.1", "family": "duets_releases",
+            "chance": 0.6, "sides": [["tf2.2", "c"], ["tf2.1", "c"]]},
+           {"env": "tf2.3", "cell_id": "c", "against": "tf2.2", "family": "duets_releases",
+            "chance": 0.2, "sides": [["tf2.3", "c"], ["tf2.2", "c"]]}]
+    chosen, out, keys = second_look.choose_items([own] + rel, costs, 60.0)
+    # tf2.2's own row first (0.9 / 30), then the release against tf2.1 costs only tf2.1's 30 s
+    assert [(c["env"], c.get("against"), c["cost_s"]) for c in chosen] == [
+        ("tf2.2", None, 30.0), ("tf2.2", "tf2.1", 30.0)]
+    assert keys == [["tf2.1", "c"], ["tf2.2", "c"]]
+    assert [(o["env"], o["cost_s"]) for o in out] == [("tf2.3", 30.0)]  # what is left to pay
+    # a release whose rows are both extended anyway comes free
+    chosen, out, _ = second_look.choose_items(
+        [own, dict(own, env="tf2.1", sides=[["tf2.1", "c"]])] + rel[:1], costs, 60.0)
+    assert not out and chosen[-1]["family"] == "duets_releases" and chosen[-1]["cost_s"] == 0
+
+
+def release_records(env, version, x, keras="tf.keras", mode="eager"):
+    cell = dict(CELL, keras=keras, mode=mode)
+    return [{"machine": "m", "env": env, "cell": cell, "reference_env": "tf1.14",
+             "reference_cell": dict(cell, keras="tf.keras"), "status": "ok", "replicate": i,
+             "log_ratio": float(v), "left_median_s": math.exp(float(v)) * 0.01,
+             "right_median_s": 0.01, "wall_s": 6.0, "left_framework_version": version,
+             "right_framework_version": "1.14.0",
+             "design": {"replicates": 4, "max_replicates": 10}} for i, v in enumerate(x)]
+
+
+def test_release_items_are_the_open_releases_between_decided_rows():
+    rng = np.random.default_rng(3)
+    recs = (release_records("tf2.1", "2.1.0", 0.50 + 0.05 * rng.standard_normal(4))
+            + release_records("tf2.2", "2.2.0", 0.55 + 0.05 * rng.standard_normal(4))
+            # tf2.3 decided against tf2.2 (much slower) at look 1
+            + release_records("tf2.3", "2.3.0", 1.50 + 0.01 * rng.standard_normal(4)))
+    table = duet_tables.duets_table(recs, kind="duets")
+    assert set(table["verdict"]) == {"right_faster"}  # every row decided against TF 1.14
+    items = second_look.release_items(table)
+    assert [(i["env"], i["against"]) for i in items] == [("tf2.2", "tf2.1")]
+    item = items[0]
+    ids = dict(zip(table["env"], table["cell_id"]))
+    assert item["sides"] == [["tf2.2", ids["tf2.2"]], ["tf2.1", ids["tf2.1"]]]
+    assert 0 < item["chance"] < 1 and item["n"] == 4 and item["n_max"] == 10
+
+
+def test_not_decided_lists_open_releases_and_pays_their_rows_once():
+    duets = pd.DataFrame([table_row("tf2.1", "undecided", 4, 10, 0.12, 0.08)])
+    releases = pd.DataFrame([
+        {"machine": "m", "mode": "eager", "left_env": "tf2.1", "right_env": "tf2.0",
+         "left_n": 4, "right_n": 4, "ratio": 1.05, "log_ratio": math.log(1.05), "se_log": 0.04,
+         "verdict": "undecided"},
+        {"machine": "m", "mode": "eager", "left_env": "tf2.2", "right_env": "tf2.1",
+         "left_n": 10, "right_n": 10, "ratio": 1.07, "log_ratio": math.log(1.07),
+         "se_log": 0.03, "verdict": "undecided"},
+        {"machine": "m", "mode": "eager", "left_env": "tf2.3", "right_env": "tf2.2",
+         "left_n": 4, "right_n": 4, "ratio": 1.5, "log_ratio": math.log(1.5), "se_log": 0.03,
+         "verdict": "left_faster"}])
+    plans = {"m": {"not_reached": [
+        {"env": "tf2.1", "cell_id": "c", "cost_s": 36.0, "chance": 0.4, "family": "duets"},
+        {"env": "tf2.1", "cell_id": "c", "against": "tf2.0", "mode": "eager",
+         "family": "duets_releases", "cost_s": 72.0, "chance": 0.3, "n_max": 10,
+         "sides": [["tf2.1", "c"], ["tf2.0", "c"]]}],
+        "budget": {"time_budget_s": 3000.0}}}
+    table = not_decided_table({"duets": duets, "duets_releases": releases}, plans)
+    rel = table[table.paired_table == "duets_releases"].set_index("env")
+    assert list(rel.index) == ["tf2.1", "tf2.2"]  # the decided release is not listed
+    assert rel.loc["tf2.1", "state"] == NOT_REACHED and rel.loc["tf2.1", "replicates"] == 6
+    assert rel.loc["tf2.1", "minutes"] == pytest.approx(1.2)
+    assert rel.loc["tf2.2", "state"] == STILL_OPEN
+    # about how many replicates per row: inside the margin, the equivalence test's one-sided
+    # normal quantile; the derived row's spread of one replicate is sqrt(10) se
+    sd = 0.03 * math.sqrt(10)
+    need = math.ceil((1.644854 * sd / (math.log(1.1) - math.log(1.07))) ** 2)
+    assert rel.loc["tf2.2", "replicates"] == need - 10
+    # the release's 1.2 min is not added again: its tf2.1 row is listed (0.6 min): 50 + 0.6
+    assert set(table["command"].dropna()) == {'make study ARGS="--config time_budget_min=51"'}
+
+
+def test_the_open_rows_come_before_the_releases():
+    """The study's priority: a release closer to a decision per second than an open headline row
+    still waits for the rows; it gets what they leave, its rows already chosen costing nothing."""
+    costs = {("tf2.1", "c"): 30.0, ("tf2.2", "c"): 30.0, ("tf2.3", "c"): 30.0}
+    rows = [{"env": "tf2.3", "cell_id": "c", "family": "duets", "chance": 0.1}]
+    releases = [{"env": "tf2.2", "cell_id": "c", "against": "tf2.1", "family": "duets_releases",
+                 "chance": 0.99, "sides": [["tf2.2", "c"], ["tf2.1", "c"]]},
+                {"env": "tf2.3", "cell_id": "c", "against": "tf2.2", "family": "duets_releases",
+                 "chance": 0.5, "sides": [["tf2.3", "c"], ["tf2.2", "c"]]}]
+    chosen, out, keys = second_look.plan_second_look(rows, releases, costs, 60.0)
+    assert [(c["env"], c.get("against"), c["cost_s"]) for c in chosen] == [
+        ("tf2.3", None, 30.0), ("tf2.3", "tf2.2", 30.0)]  # tf2.3 paid: its release costs 30 s
+    assert keys == [["tf2.2", "c"], ["tf2.3", "c"]]
+    assert [(o["env"], o["cost_s"]) for o in out] == [("tf2.2", 30.0)]
+    # alone, the better release would have gone first (and the row not at all)
+    greedy, _, _ = second_look.choose_items(
+        [dict(rows[0], sides=[["tf2.3", "c"]])] + releases, costs, 60.0)
+    assert greedy[0]["against"] == "tf2.1"
+
+
+def test_a_release_whose_rows_stopped_short_is_not_reached_without_a_plan_item():
+    """A run planned before releases were items (or whose plan lost them): a release whose rows
+    stopped at their first look is `not reached`, its minutes its rows' missing duets at their
+    own duet time, never "open after the second look"."""
+    axes = {"mode": "eager", "api": "train_on_batch", "input": "numpy", "keras": "tf.keras"}
+    duets = pd.DataFrame([dict(table_row("tf2.1", "right_faster", 4, 10, 0.5, 0.05), **axes),
+                          dict(table_row("tf2.2", "right_faster", 10, 10, 0.5, 0.05), **axes,
+                               cell_id="d")])
+    releases = pd.DataFrame([{"machine": "m", "mode": "eager", "api": "train_on_batch",
+                              "input": "numpy", "left_keras": "tf.keras",
+                              "right_keras": "tf.keras", "left_env": "tf2.2",
+                              "right_env": "tf2.1", "left_n": 10, "right_n": 4, "ratio": 1.05,
+                              "log_ratio": math.log(1.05), "se_log": 0.04,
+                              "verdict": "undecided"}])
+    plans = {"m": {"not_reached": [], "budget": {"time_budget_s": 3000.0}}}
+    table = not_decided_table({"duets": duets, "duets_releases": releases}, plans)
+    row = table[table.paired_table == "duets_releases"].iloc[0]
+    assert row["state"] == NOT_REACHED and row["replicates"] == 6
+    assert row["minutes"] == pytest.approx(6 * 6.0 / 60)  # tf2.1's six duets of 6 s
+    # its minutes enter the continuation: no row of its own is listed (50 + 0.6 min)
+    assert row["command"] == 'make study ARGS="--config time_budget_min=51"'

@@ -26,7 +26,8 @@ ANSWERED = {"graph_vs_eager": ("duets_graph_vs_eager", "graph")}
 def build(data) -> dict:
     return {"groups": mark_paired(mark_answered(split.split_views(data.tabs), data.tabs),
                                   data.tabs),
-            "best": split.best_vs_best(data.table("frameworks_best"), data.min_effect),
+            "best": split.best_vs_best(data.table("frameworks_best"), data.min_effect,
+                                       data.table("duets_frameworks")),
             "best_duets": split.frameworks_duets(data.table("duets_frameworks"),
                                                  data.min_effect),
             "seed": seedtable.seed_blocks(data.cells, data.tabs, data.reference_env, data.order),

@@ -6,7 +6,7 @@ machine, built here from that machine's rows (`sentence`), and a table of the ro
 import math
 
 from driver.report.fmt import cell, machine_names, ncol, records, text
-from driver.tables.not_decided import NOT_REACHED, STILL_OPEN
+from driver.tables.not_decided import NOT_REACHED, RELEASES, STILL_OPEN
 
 ID, TITLE, ORDER = "not_decided", "What more time would decide", 13
 
@@ -18,15 +18,22 @@ COLUMNS = (("table", False), ("env", False), ("row", False), ("state", False),
 def sentence(name: str, rows: list[dict]) -> str:
     """One machine's undecided paired rows in words, from its rows of the not_decided table."""
     rounds = [r for r in rows if r.get("paired_table") == "cells"]
-    rows = [r for r in rows if r.get("paired_table") != "cells"]
+    releases = [r for r in rows if r.get("paired_table") == RELEASES]
+    rows = [r for r in rows if r.get("paired_table") not in ("cells", RELEASES)]
     reached = [r for r in rows if r.get("state") == NOT_REACHED]
     still = [r for r in rows if r.get("state") == STILL_OPEN]
     cells = ""
     if rounds:
-        cells = (" The cells' %s did not fit the time budget either (%d processes, about %.0f min)."
+        cells = (" The cells' %s did not fit either (%d processes, about %.0f min)."
                  % (", ".join(text(r.get("cell_id")) for r in rounds),
                     sum(int(r["replicates"]) for r in rounds),
                     sum(float(r["minutes"]) for r in rounds)))
+    if releases:
+        late = sum(r.get("state") == NOT_REACHED for r in releases)
+        said = [f"{late} not reached"] if late else []
+        if len(releases) > late:
+            said.append(f"{len(releases) - late} open after their rows' second look")
+        cells = f" Undecided releases: {'; '.join(said)}." + cells
     if not rows:
         return f"On the {name}, every paired row was decided." + cells
     parts = []
