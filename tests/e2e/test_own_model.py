@@ -316,3 +316,37 @@ def test_a_missing_builder_function_stops_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "config error at 'models.my_net.builder'" in out, out[-3000:]
     assert "my_model.py has no function 'biuld'" in out, out[-3000:]
+
+
+def test_the_presets_example_builders_run_on_a_tiny_study(tmp_path):
+    """The builders shipped with presets/own_model_python.yaml (presets/examples/my_model.py: the
+    two-branch model with a custom layer, and keras.applications' MobileNetV2 without weights)
+    train and predict in TF 2.21's Keras 3 and tf_keras and in Keras 3 on JAX, few steps, one
+    process each: every cell ok, each from the example file's code."""
+    config = yaml.safe_load((REPO / "presets" / "own_model_python.yaml").read_text())
+    example = REPO / "presets" / "examples" / "my_model.py"
+    for model in config["models"].values():
+        model["builder"] = f"{example}:{model['builder'].split(':')[1]}"
+        model["iterations"] = 3
+    config["data"]["seqs"].update(batch=4, shape=[32, 4])
+    config["data"]["images"].update(batch=2)
+    config.update(envs=["tf2.21", "keras3-jax"], reference_env="tf2.21", repeats=1, twins=0,
+                  stop={"rule": "fixed", "iterations": 3}, duets={"modes": []},
+                  pairs={"tables": []}, probe={"processes": 0}, time_budget_min=None,
+                  allocation={"budget_s": 0})
+    config["grids"] = [
+        {"name": "examples", "envs": ["tf2.21", "keras3-jax"],
+         "pairs": [["my_net", "seqs"], ["mobilenet", "images"]], "keras": ["tf_keras", "keras3"],
+         "modes": ["eager"], "apis": ["train_on_batch", "predict"], "inputs": ["numpy"]}]
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "examples.yaml", config), "--cores", "2",
+              check=True)
+    cells = pd.read_csv(work / "results/tables/cells.csv")
+    assert set(zip(cells.env, cells.keras, cells.model, cells.api)) == {
+        (e, k, m, a) for e, k in (("tf2.21", "tf_keras"), ("tf2.21", "keras3"),
+                                  ("keras3-jax", "keras3"))
+        for m in ("my_net", "mobilenet") for a in ("train_on_batch", "predict")}
+    assert (cells.status == "ok").all(), cells[["cell_id", "status", "reason"]]
+    assert cells.median_s.gt(0).all()
+    code = {r["user_code"][f"models.{r['model']}.builder"]["sha256"] for r in cell_records(work)}
+    assert len(code) == 1  # both models from the one example file
