@@ -23,26 +23,12 @@ import os  # noqa: E402
 
 from driver.study.budget import spent_s  # noqa: E402
 from driver.tables import second_look  # noqa: E402
-from driver.tables.duets import duets_table, open_table  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
 
 log = logging.getLogger("tfspeed.plan")
 p = smk.params
 records = load_duets(list(smk.input.duets))
-table = open_table(records, level=p.level, q=p.q, min_effect=p.min_effect,
-                   alpha_equivalence=p.alpha_equivalence)
-rows = [{"env": r["env"], "cell_id": r["cell_id"], "family": r["family"], "n": int(r["n"]),
-         "n_max": int(r["n_max"]),
-         "chance": second_look.decide_chance(r["log_ratio"], r["sd_log"], int(r["n"]),
-                                             int(r["n_max"]), r["alpha_next"], p.min_effect,
-                                             p.alpha_equivalence),
-         "cost_s": (int(r["n_max"]) - int(r["n"])) * (r["wall_s"] + 0.0)}
-        for r in table]
-headline = duets_table(records, level=p.level, q=p.q, min_effect=p.min_effect,
-                       alpha_equivalence=p.alpha_equivalence)
-releases = second_look.release_items(headline, q=p.q, min_effect=p.min_effect,
-                                     alpha_equivalence=p.alpha_equivalence)
 plan = {"open": [], "not_reached": [], "budget": None}
 gap = 0.0
 if p.time_budget_s is not None:
@@ -56,20 +42,15 @@ if p.time_budget_s is not None:
     spent = spent_s(cells, records)  # the first look's duets and round 0's cells done
     reserved = (len(p.first_round_cells) - len(cells)) * cost["seconds"]
     available = max(0.0, float(p.time_budget_s) - spent - reserved)
-for row in rows:
-    row["cost_s"] += (row["n_max"] - row["n"]) * gap
-# what each row's second look costs: the open rows' (every family), and the headline rows' that
-# a release needs (decided at look 1 or not)
-costs = {(r["env"], r["cell_id"]): r["cost_s"] for r in rows}
-for r in headline.itertuples(index=False):
-    costs.setdefault((r.env, r.cell_id), max(0, int(r.n_max) - int(r.n)) * (r.wall_s + gap))
-if p.time_budget_s is None:
-    chosen, not_reached, keys = second_look.plan_second_look(rows, releases, costs, float("inf"))
-else:
-    chosen, not_reached, keys = second_look.plan_second_look(rows, releases, costs, available)
-    taken = {tuple(k) for k in keys}
-    extra_s = sum(c for k, c in costs.items() if k not in taken
-                  and any(tuple(s) == k for it in not_reached for s in it["sides"]))
+rows, releases, costs = second_look.plan_items(records, gap, level=p.level, q=p.q,
+                                               min_effect=p.min_effect,
+                                               alpha_equivalence=p.alpha_equivalence)
+budget_s = float("inf") if p.time_budget_s is None else available
+chosen, not_reached, keys = second_look.plan_second_look(rows, releases, costs, budget_s)
+if p.time_budget_s is not None:
+    # the rows the items not reached would still need, each once
+    waiting = {tuple(s) for it in not_reached for s in it["sides"]} - {tuple(k) for k in keys}
+    extra_s = sum(costs.get(k, 0.0) for k in waiting)
     plan["budget"] = {"time_budget_s": p.time_budget_s, "spent_s": spent,
                       "first_round_cells_reserved_s": reserved, "cell_process": cost,
                       "available_s": available,

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from driver.stats import verdicts  # noqa: E402
 from driver.study import layout  # noqa: E402
 from driver.tables import second_look  # noqa: E402
-from driver.tables.duets import duets_table, load, open_table  # noqa: E402
+from driver.tables.duets import duets_table, load  # noqa: E402
 from driver.tables.duets_releases import duets_releases_table  # noqa: E402
 
 
@@ -40,18 +40,8 @@ def first_look(records: list[dict]) -> list[dict]:
 def plans(records: list[dict], available_s: float, gap_s: float, q: float, margin: float,
           alpha_eq: float) -> dict:
     """{"rows": ..., "releases": ...}: each plan's chosen items per family (count, chance sum)."""
-    rows = [{"env": r["env"], "cell_id": r["cell_id"], "family": r["family"],
-             "chance": second_look.decide_chance(r["log_ratio"], r["sd_log"], int(r["n"]),
-                                                 int(r["n_max"]), r["alpha_next"], margin,
-                                                 alpha_eq),
-             "cost_s": (int(r["n_max"]) - int(r["n"])) * (r["wall_s"] + gap_s)}
-            for r in open_table(records, q=q, min_effect=margin, alpha_equivalence=alpha_eq)]
-    headline = duets_table(records, q=q, min_effect=margin, alpha_equivalence=alpha_eq)
-    costs = {(r["env"], r["cell_id"]): r["cost_s"] for r in rows}
-    for r in headline.itertuples(index=False):
-        costs.setdefault((r.env, r.cell_id), max(0, int(r.n_max) - int(r.n)) * (r.wall_s + gap_s))
-    releases = second_look.release_items(headline, q=q, min_effect=margin,
-                                         alpha_equivalence=alpha_eq)
+    rows, releases, costs = second_look.plan_items(records, gap_s, q=q, min_effect=margin,
+                                                   alpha_equivalence=alpha_eq)
     out = {}
     for name, items in (("rows", []), ("releases", releases)):
         chosen, not_reached, keys = second_look.plan_second_look(rows, items, costs,

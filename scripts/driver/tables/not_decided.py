@@ -37,6 +37,7 @@ COLUMNS = ["machine", "paired_table", "table", "env", "cell_id", "state", "n", "
 FAMILIES = ("duets", "pairs", "duets_aa", "pairs_aa", "duets_modes", "duets_own",
             "duets_frameworks")
 NOT_REACHED, STILL_OPEN = "not reached", "open after the second look"
+RELEASES = "duets_releases"
 
 
 def replicates_to_decide(mean: float, sd: float, margin: float, alpha: float = 0.05,
@@ -143,8 +144,6 @@ def not_decided_table(tables: Mapping[str, pd.DataFrame], plans: Mapping[str, Ma
             r["command"] = command
     return pd.DataFrame(out, columns=COLUMNS)
 
-
-RELEASES = "duets_releases"
 
 
 def _sides(duets: pd.DataFrame | None) -> dict:

@@ -90,25 +90,6 @@ def decide_chance(mean: float, sd: float, n1: int, n2: int, alpha: float, margin
     return below(inside) + 1.0 - below(max(a_diff, inside))
 
 
-def choose(rows: Iterable[Mapping], available_s: float) -> tuple[list[dict], list[dict]]:
-    """(chosen, not_reached): rows (dicts with env, cell_id, cost_s and chance) taken in the order
-    of chance per second, each while its cost fits what is left; a row with no chance figure
-    (too few replicates to estimate one) comes last. Every row is returned in one of the two."""
-    left = float(available_s)
-    order = sorted(rows, key=lambda r: (-(r["chance"] / r["cost_s"])
-                                        if r["chance"] == r["chance"] and r["cost_s"] > 0
-                                        else math.inf, r["env"], r["cell_id"]))
-    chosen, not_reached = [], []
-    for row in order:
-        if row["cost_s"] <= left:
-            chosen.append(dict(row))
-            left -= row["cost_s"]
-        else:
-            not_reached.append(dict(row))
-    return chosen, not_reached
-
-
-
 def release_items(table, q: float = 0.05, min_effect: float = 0.10,
                   alpha_equivalence: float = 0.05) -> list[dict]:
     """The duets_releases rows still undecided after look 1, as items of the second look: the
@@ -163,7 +144,8 @@ def choose_items(items: Iterable[Mapping], costs: Mapping[tuple, float], availab
     item whose sides are all chosen already costs nothing and comes free; an item without a
     chance figure comes after every item with one. `rows`: the rows that get their second look
     (sorted; with the rows of `taken`, those chosen before, which cost nothing here). With one
-    side per item and no shared sides this is `choose`'s order."""
+    side per item and no shared sides: the items in order of chance per second, each while it
+    fits."""
     left = float(available_s)
     remaining = [dict(it) for it in items]
     taken = {tuple(k) for k in taken}
@@ -205,3 +187,31 @@ def plan_second_look(rows: Iterable[Mapping], releases: Iterable[Mapping],
     left = float(available_s) - sum(float(c["cost_s"]) for c in chosen)
     more, later, keys = choose_items(releases, costs, left, taken=keys)
     return chosen + more, not_reached + later, keys
+
+
+def plan_items(records: list[dict], gap_s: float, level: float = 0.95, q: float = 0.05,
+               min_effect: float = 0.10,
+               alpha_equivalence: float = 0.05) -> tuple[list[dict], list[dict], dict]:
+    """(rows, releases, costs) of a first look's duet records, for `plan_second_look`: the rows
+    still open (every family; `duets.open_table`) with their chance and cost, the open releases
+    (`release_items`), and the cost of every row's second look (the open rows', and the headline
+    rows' a release needs, decided or not): its remaining replicates at its own duet time plus
+    the job gap `gap_s`. Shared by the checkpoint plan_duets and scripts/replan.py."""
+    from driver.tables.duets import duets_table, open_table
+
+    rows = [{"env": r["env"], "cell_id": r["cell_id"], "family": r["family"], "n": int(r["n"]),
+             "n_max": int(r["n_max"]),
+             "chance": decide_chance(r["log_ratio"], r["sd_log"], int(r["n"]), int(r["n_max"]),
+                                     r["alpha_next"], min_effect, alpha_equivalence),
+             "cost_s": (int(r["n_max"]) - int(r["n"])) * (r["wall_s"] + gap_s)}
+            for r in open_table(records, level=level, q=q, min_effect=min_effect,
+                                alpha_equivalence=alpha_equivalence)]
+    headline = duets_table(records, level=level, q=q, min_effect=min_effect,
+                           alpha_equivalence=alpha_equivalence)
+    costs = {(r["env"], r["cell_id"]): r["cost_s"] for r in rows}
+    for r in headline.itertuples(index=False):
+        costs.setdefault((r.env, r.cell_id),
+                         max(0, int(r.n_max) - int(r.n)) * (r.wall_s + gap_s))
+    releases = release_items(headline, q=q, min_effect=min_effect,
+                             alpha_equivalence=alpha_equivalence)
+    return rows, releases, costs
