@@ -15,14 +15,22 @@ trial one duet of each arm in random order:
              first trial pays the import); built one after the other, as `together`
   fork-build as `fork`, both sides built and warmed up at the same time (start_pair's
              concurrent_build): whether that distorts shows in its spread
+  fork-lean, fork-build-lean
+             as `fork` and `fork-build`, the warm-up's blocks `--lean-block-s` long instead of
+             the stop rule's `warmup_block_s` (a warm-up takes at least two blocks): whether a
+             shorter warm-up leaves the first windows slower shows in the first-window excess
 
 `--arms` picks the arms (default: together apart). Each duet takes the study's windows
 (`--windows` per side of `--window-s`). It writes every duet to a JSON-lines file and prints per
 arm the median wall time of a duet, its cost ratio (wall over the timed seconds, 2 x windows x
-window_s) and the between-duet sd of the log ratio; for each arm against `together` (or `apart`
-against `together`) the paired saving with its 95 % CI (Hodges-Lehmann with the Wilcoxon
-signed-rank interval) and the F test's 95 % CI of the ratio of their log ratios' variances (a
-saving must not buy a wider spread). Needs the envs built (results/envs/<machine>/<env>.json).
+window_s), the between-duet sd of the log ratio, the duets far from the rest (a log ratio more
+than 0.15 from the arm's median) and the first-window excess (per side, the log of its first
+window's median over that of its later windows, averaged over duets and sides, with a t
+interval: a warm-up too short leaves it above 0); for each arm against `together` (or `apart`
+against `together`; without a `together` arm, each against `fork`) the paired saving with its
+95 % CI (Hodges-Lehmann with the Wilcoxon signed-rank interval) and the F test's 95 % CI of the
+ratio of their log ratios' variances (a saving must not buy a wider spread). Needs the envs
+built (results/envs/<machine>/<env>.json).
 Usage:
 
     python scripts/duet_cost.py --trials 12 --arms fork together
@@ -45,7 +53,8 @@ from components import log_median, run_or_analyse, side, trial_parser  # noqa: E
 from driver.study import duet, forkserver  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "apart", "fork", "fork-build")
+ARMS = ("together", "apart", "fork", "fork-build", "fork-lean", "fork-build-lean")
+FAR = 0.15  # a duet this far (log ratio) from its arm's median is counted as far off
 
 
 def one_duet(sides, windows, window_s, together, spawn=None, concurrent_build=False):
@@ -59,8 +68,23 @@ def one_duet(sides, windows, window_s, together, spawn=None, concurrent_build=Fa
             "workers": {s: workers[s].origin for s in "ab"},
             "import_s": {s: rec["ready"][s].get("import_s") for s in "ab"},
             "build_s": {s: rec["ready"][s].get("build_s") for s in "ab"},
+            "ready": {s: {k: rec["ready"][s].get(k) for k in
+                          ("first_call_s", "warmup_s", "warmup_calls", "warmup_stopped_by",
+                           "build_span_s")} for s in "ab"},
+            "window_log_medians": {s: [log_median(w) for w in rec["windows"][s]] for s in "ab"},
             "log_ratio": log_median(sum(rec["windows"]["b"], []))
             - log_median(sum(rec["windows"]["a"], []))}
+
+
+def first_window_excess(rec):
+    """Per side, the log median of its first window minus the mean of its later windows' (None
+    for a record without windows): what a warm-up too short leaves."""
+    out = []
+    for s in "ab":
+        w = (rec.get("window_log_medians") or {}).get(s) or []
+        if len(w) >= 3:
+            out.append(w[0] - float(np.mean(w[1:])))
+    return out
 
 
 def hodges_lehmann(d, level=0.95):
@@ -90,6 +114,15 @@ def compare(by, trials, out, slow, fast):
             "var_ratio_ci": [ratio / stats.f.ppf(0.975, n, n), ratio / stats.f.ppf(0.025, n, n)]}
 
 
+def _mean_ci(values, level=0.95):
+    """[mean, low, high] (t interval); [] for fewer than two values."""
+    if len(values) < 2:
+        return []
+    m, se = float(np.mean(values)), float(np.std(values, ddof=1)) / math.sqrt(len(values))
+    h = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * se
+    return [m, m - h, m + h]
+
+
 def analyse(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     by = {(r["trial"], r["arm"]): r for r in rows}
@@ -101,15 +134,21 @@ def analyse(path):
         lr = [by[(t, arm)]["log_ratio"] for t in trials]
         timed = [by[(t, arm)].get("timed_s") for t in trials]
         ratios = [w / s for w, s in zip(walls, timed) if s]
+        excess = sum((first_window_excess(by[(t, arm)]) for t in trials), [])
+        mid = float(np.median(lr)) if lr else math.nan
         out[arm] = {"median_wall_s": float(np.median(walls)) if walls else math.nan,
                     "cost_ratio": float(np.median(ratios)) if ratios else math.nan,
-                    "sd_log_ratio": float(np.std(lr, ddof=1)) if len(lr) > 1 else math.nan}
+                    "sd_log_ratio": float(np.std(lr, ddof=1)) if len(lr) > 1 else math.nan,
+                    "far": sum(abs(x - mid) > FAR for x in lr),
+                    "first_window_excess": _mean_ci(excess)}
     out["comparisons"] = {}
     if len(trials) >= 6:
+        # each arm against `together` (the fresh workers' design) or, without it, `fork`
+        base = "together" if "together" in arms else "fork"
         for arm in arms:
-            if arm == "together" or (arm != "apart" and "together" not in arms):
+            if arm == base or (arm != "apart" and base not in arms):
                 continue
-            slow, fast = ("apart", "together") if arm == "apart" else ("together", arm)
+            slow, fast = ("apart", "together") if arm == "apart" else (base, arm)
             if slow in arms and fast in arms:
                 out["comparisons"]["%s_vs_%s" % (fast, slow)] = compare(by, trials, out, slow,
                                                                         fast)
@@ -125,10 +164,12 @@ def analyse(path):
 def show(result):
     print("%d paired trials on %s" % (result["n_trials"], result["machine"]))
     for arm in result.get("arms", ARMS[:2]):
-        print("  %-10s median duet %.1f s, cost ratio (wall / timed) %.2f, between-duet sd of "
-              "the log ratio %.3f" % (arm, result[arm]["median_wall_s"],
-                                       result[arm].get("cost_ratio", math.nan),
-                                       result[arm]["sd_log_ratio"]))
+        r = result[arm]
+        fw = r.get("first_window_excess") or [math.nan] * 3
+        print("  %-15s median duet %.1f s, cost ratio (wall / timed) %.2f, between-duet sd of "
+              "the log ratio %.3f, %s far off (> %.2f), first-window excess %.3f (95 %% CI "
+              "%.3f to %.3f)" % (arm, r["median_wall_s"], r.get("cost_ratio", math.nan),
+                                 r["sd_log_ratio"], r.get("far", "?"), FAR, fw[0], fw[1], fw[2]))
     for name, c in sorted(result.get("comparisons", {}).items()):
         fast, slow = name.split("_vs_")
         print("  %s against %s: saving per duet %.2f s (95 %% CI %.2f to %.2f), %.0f %%; variance "
@@ -145,6 +186,8 @@ def run(args):
     eb, kb = args.pair.split("/")[1].split(":")
     sides = {"a": side(machine, ea, ka, args.mode, args.threads),
              "b": side(machine, eb, kb, args.mode, args.threads)}
+    lean = {k: dict(v, rule=dict(v["rule"], warmup_block_s=args.lean_block_s))
+            for k, v in sides.items()}
     rng = random.Random(args.seed)
     folder = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(folder, exist_ok=True)
@@ -154,18 +197,19 @@ def run(args):
                                    idle_s=600)
     try:
         with open(args.out, "a") as out:
-            trials(args, sides, rng, spawn, machine, out)
+            trials(args, sides, lean, rng, spawn, machine, out)
     finally:
         forkserver.stop_helpers(helpers)
 
 
-def trials(args, sides, rng, spawn, machine, out):
+def trials(args, sides, lean, rng, spawn, machine, out):
     """Each trial one duet of every arm, the arms in a random order."""
     for trial in range(args.trials):
         for arm in rng.sample(args.arms, len(args.arms)):
-            rec = one_duet(sides, args.windows, args.window_s, arm != "apart",
+            rec = one_duet(lean if arm.endswith("-lean") else sides, args.windows,
+                           args.window_s, arm != "apart",
                            spawn=spawn if arm.startswith("fork") else None,
-                           concurrent_build=arm == "fork-build")
+                           concurrent_build=arm.startswith("fork-build"))
             rec.update(arm=arm, trial=trial, pair=args.pair, machine=machine, mode=args.mode)
             out.write(json.dumps(rec) + "\n")
             out.flush()
@@ -178,6 +222,8 @@ def main(argv=None):
                         help="ENV:KERAS/ENV:KERAS, side A (the reference) first")
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=["together", "apart"],
                         help="the arms, each run once per trial in random order")
+    parser.add_argument("--lean-block-s", type=float, default=0.1,
+                        help="the -lean arms' warm-up block (s)")
     run_or_analyse(parser, argv, run, analyse, show)
 
 

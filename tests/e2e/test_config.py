@@ -43,6 +43,7 @@ BAD = {
     "interpreter key": ("interpreters", {"three": "/usr/bin/python3"}, ["three"]),
     "env folder that is not one": ("env_dirs", ["envs", "envz"], ["env_dirs", "envz"]),
     "bad thread count": ("threads", 0, ["threads"]),
+    "zero duet warm-up block": ("duets.warmup_block_s", 0, ["warmup_block_s"]),
     "negative foreign share": ("foreign_cpu_max_share", -1, ["foreign_cpu_max_share"]),
     "package sources not a mapping": ("package_sources", "/opt/wheels", ["package_sources"]),
     "find_links not a list": ("package_sources", {"find_links": "/opt/wheels"},

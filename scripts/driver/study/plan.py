@@ -337,9 +337,10 @@ class StudyPlan:
 
     # ------------------------------------------------------------------------------ rules
 
-    def stop_rule(self, model, api=None):
+    def stop_rule(self, model, api=None, duet=False):
         """The runner's stopping rule: every value from config (the schema fills the defaults); a
-        fit_epoch cell's also says how many steps one call covers (config fit_epoch_steps)."""
+        fit_epoch cell's also says how many steps one call covers (config fit_epoch_steps); a
+        duet's (and a pair's, `duet`) has warm-up blocks duets.warmup_block_s long if set."""
 
         def count(value):  # "seed": the model's seed iteration count
             return models.SEED_ITERATIONS.get(model, 10) if value == "seed" else value
@@ -348,6 +349,8 @@ class StudyPlan:
         out = {"kind": stop.pop("rule"), "iterations": count(stop.pop("iterations")), **stop}
         if api == "fit_epoch":
             out["steps_per_call"] = count(self.config["fit_epoch_steps"])
+        if duet and self.duet_settings.get("warmup_block_s"):
+            out["warmup_block_s"] = self.duet_settings["warmup_block_s"]
         return out
 
     def cell_params(self, cell_id):
@@ -398,7 +401,8 @@ class StudyPlan:
                                           # duets_own / duets_frameworks rows (duets.py)
                                           **{k: True for k in ("own", "frameworks")
                                              if getattr(d, k)}), sort_keys=True),
-                "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"]), sort_keys=True)}
+                "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"], duet=True),
+                                   sort_keys=True)}
 
     # ------------------------------------------------------------------------------ probe
 

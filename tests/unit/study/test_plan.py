@@ -328,7 +328,18 @@ def test_duets_in_their_planned_order():
     d = plan.duets[0]
     params = plan.duet_params(d.env, d.cell_id)
     assert params["reference_env"] == cfg["reference_env"]
-    assert json.loads(params["rule"]) == plan.stop_rule(d.cell["model"], d.cell["api"])
+    # a duet's rule is the cells' own with the warm-up blocks of duets.warmup_block_s
+    rule, cells_rule = json.loads(params["rule"]), plan.stop_rule(d.cell["model"], d.cell["api"])
+    assert rule["warmup_block_s"] == cfg["duets"]["warmup_block_s"] != cells_rule["warmup_block_s"]
+    assert dict(rule, warmup_block_s=cells_rule["warmup_block_s"]) == cells_rule
+    same = StudyPlan(dict(cfg, duets=dict(cfg["duets"], warmup_block_s=None)), REPO)
+    assert json.loads(same.duet_params(d.env, d.cell_id)["rule"]) == cells_rule
+    from snakemake.utils import validate  # the Snakefile's own check refuses a bad block
+
+    for bad in (0, -0.1, "short"):
+        with pytest.raises(Exception, match="warmup_block_s"):
+            validate(dict(cfg, duets=dict(cfg["duets"], warmup_block_s=bad)),
+                     str(REPO / "schemas" / "config.schema.yaml"))
 
 
 # ---------------------------------------------------------------------------------- recipes
