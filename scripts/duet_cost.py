@@ -115,12 +115,11 @@ def compare(by, trials, out, slow, fast):
 
 
 def _mean_ci(values, level=0.95):
-    """[mean, low, high] (t interval); [] for fewer than two values."""
+    """[mean, low, high] (scipy's one-sample t interval); [] for fewer than two values."""
     if len(values) < 2:
         return []
-    m, se = float(np.mean(values)), float(np.std(values, ddof=1)) / math.sqrt(len(values))
-    h = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * se
-    return [m, m - h, m + h]
+    ci = stats.ttest_1samp(values, 0.0).confidence_interval(level)
+    return [float(np.mean(values)), float(ci.low), float(ci.high)]
 
 
 def analyse(path):

@@ -338,9 +338,8 @@ class StudyPlan:
     # ------------------------------------------------------------------------------ rules
 
     def stop_rule(self, model, api=None, duet=False):
-        """The runner's stopping rule: every value from config (the schema fills the defaults); a
-        fit_epoch cell's also says how many steps one call covers (config fit_epoch_steps); a
-        duet's (and a pair's, `duet`) has warm-up blocks duets.warmup_block_s long if set."""
+        """The runner's stopping rule from config (schema-filled); fit_epoch: steps per call
+        (fit_epoch_steps); a duet's or pair's (`duet`): warm-up blocks of duets.warmup_block_s."""
 
         def count(value):  # "seed": the model's seed iteration count
             return models.SEED_ITERATIONS.get(model, 10) if value == "seed" else value
@@ -391,13 +390,11 @@ class StudyPlan:
                                            for k in ("replicates", "max_replicates")},
                                           # forked from the envs' fork helpers, or fresh
                                           workers=self.duet_settings.get("workers", "fork"),
-                                          # a duet's two sides built one after the other, or at
-                                          # once (a pair in one process builds its own way)
-                                          **({} if d.together else
-                                             {"build": self.duet_settings.get("build", "apart")}),
+                                          # a pair in one process, or a duet's sides built at once
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}
-                                             if d.together else {}),
+                                             if d.together else
+                                             {"build": self.duet_settings.get("build", "together")}),
                                           # duets_own / duets_frameworks rows (duets.py)
                                           **{k: True for k in ("own", "frameworks")
                                              if getattr(d, k)}), sort_keys=True),

@@ -65,3 +65,27 @@ def test_the_fork_arm_is_set_against_together_with_its_cost_ratio(tmp_path):
     assert c["saving_ci"][0] <= 3.5 <= c["saving_ci"][1] and c["saving_ci"][0] > 0
     assert "saving_s" not in r  # the apart-vs-together names only with both of those arms
     duet_cost.show(r)
+
+
+@pytest.mark.parametrize("slow_first", [0.0, 0.1])
+def test_a_planted_slow_first_window_and_far_off_duets_are_counted(tmp_path, slow_first):
+    """The -lean arms' figures: a first window planted 0.1 slower (log) than the rest is seen
+    (its CI above 0), none is claimed without one; duets planted far from the median count."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "d.jsonl"
+    with open(path, "w") as out:
+        for t in range(20):
+            for arm in ("fork", "fork-build-lean"):
+                w = {s: list(rng.normal(-5, 0.03, 6)) for s in "ab"}
+                if arm == "fork-build-lean":
+                    for s in "ab":
+                        w[s][0] += slow_first
+                lr = 0.3 if (arm == "fork" and t < 2) else rng.normal(0, 0.03)
+                out.write(json.dumps({"trial": t, "arm": arm, "wall_s": 5.0, "timed_s": 3.0,
+                                      "log_ratio": lr, "machine": "m",
+                                      "window_log_medians": w}) + "\n")
+    r = duet_cost.analyse(path)
+    assert r["fork"]["far"] == 2 and r["fork-build-lean"]["far"] == 0
+    low = r["fork-build-lean"]["first_window_excess"][1]
+    assert (low > 0) == (slow_first > 0)
+    assert "fork-build-lean_vs_fork" in r["comparisons"]

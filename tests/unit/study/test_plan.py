@@ -321,7 +321,7 @@ def test_duets_in_their_planned_order():
         for r in range(x.weight * first, x.weight * most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": first, "max_replicates": most, "workers": "fork",
-        "build": cfg["duets"].get("build", "apart")}
+        "build": cfg["duets"]["build"]}
     bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))
     with pytest.raises(ConfigError, match="duets.max_replicates"):
         StudyPlan(bad, REPO)
@@ -379,7 +379,7 @@ def test_reference_graph_vs_eager_row_has_weighted_replicates():
         layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first, k * most)]
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": k * first, "max_replicates": k * most, "workers": "fork",
-        "build": cfg["duets"].get("build", "apart")}
+        "build": cfg["duets"]["build"]}
     off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
     assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
 
