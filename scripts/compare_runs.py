@@ -255,7 +255,8 @@ def _machines(res: Results) -> dict:
 def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SIMS,
                       table: str = "duets", pairing: dict | None = None) -> dict:
     """The headline's duets (duets.csv) across two runs: the check of the common shift and of
-    the spread about it (driver/stats/crossrun.py; `check`, with its power at these rows'
+    the spread about it (the rows of a mode sharing each round's state as the runs' duet_rounds
+    measured it) (driver/stats/crossrun.py; `check`, with its power at these rows'
     sizes, decides `ok`); the share beyond their combined CIs with its binomial CI (rows share
     no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
     same for the pairs in one process (pairs.csv: rows share no process either);
@@ -268,9 +269,12 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     flipped (faster in one, slower in the other)."""
     maps = (pairing or machine_pairing(machines_in(fa), machines_in(fb)))["maps"]
     base = "pairs" if table == "pairs" else "duets"
-    tabs, base_tabs = ([keyed(_results(f).table(t), m) if _results(f).has(t) else pd.DataFrame()
-                        for f, m in zip((fa, fb), maps)] for t in (table, base))
-    return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims)
+    tabs, base_tabs, rounds = ([keyed(_results(f).table(t), m) if _results(f).has(t)
+                                else pd.DataFrame() for f, m in zip((fa, fb), maps)]
+                               for t in (table, base, "duet_rounds"))
+    # the duets' rows of a mode share each round's reference helper (duet_rounds' sd_round)
+    return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims,
+                                           rounds=None if base == "pairs" else rounds)
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:

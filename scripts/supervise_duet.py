@@ -55,6 +55,17 @@ def summarize(windows):
             "left_samples": len(left), "right_samples": len(right)}
 
 
+def generation(design, env_name, cell, replicate):
+    """The fork helper generation of a side ("ROUND:MODE"), or None: where the design renews
+    this env's helpers (design "renew": "all", or a list of env names, config
+    duets.renew_helpers), a new helper every replicate round (a row of weight k has k replicates
+    a round) and mode, so that every round's duets draw that helper's state anew."""
+    renew = design.get("renew") or []
+    if renew != "all" and env_name not in renew:
+        return None
+    return "%d:%s" % (replicate // max(1, int(design.get("weight", 1))), cell.get("mode", ""))
+
+
 def spawner(args, design):
     """The duet's way of making workers: children of the envs' fork helpers with the design's
     `workers: fork` (config duets.workers; a design without the key: fresh), else None (fresh
@@ -110,6 +121,11 @@ def supervise(args):
                                                          "framework_version", "python")},
         "threads": args.threads,
     }
+    for side, env_name, side_cell in ((left, args.env, cell), (right, args.reference_env,
+                                                                ref_cell)):
+        tag = generation(design, env_name, side_cell, args.replicate)
+        if tag:  # a fork helper of this round's (duets.renew_helpers)
+            side["env"][forkserver.GENERATION] = tag
     rec["left_framework_version"] = left_manifest.get("framework_version")
     rec["right_framework_version"] = right_manifest.get("framework_version")
     for name, manifest in (("left", left_manifest), ("right", right_manifest)):

@@ -1,7 +1,8 @@
 """The quick study's duets with `duets.workers: fork` (the default): every duet file is ok and
 says per side that its worker was forked from its env's fork helper (scripts/run_cell.py
 --helper, driver/study/forkserver.py), with the helper's pid, import seconds and the children it
-had forked before; a helper serves more than one duet (its children counted in order), is left
+had forked before; a helper serves more than one duet (its children counted in order), the
+reference env's is a new one every round and mode (duets.renew_helpers), a helper is left
 out of the duet's other processes, and is gone once the cells ran (supervise_cell.py asks every
 helper of the machine to exit before a cell times)."""
 import collections
@@ -32,6 +33,17 @@ def test_the_quick_studys_duets_are_forked_from_helpers_gone_before_the_cells(qu
             children[pid].append(before)
         helpers = {rec["workers"][n]["helper_pid"] for n in ("left", "right")}
         assert not helpers & {p["pid"] for p in rec["foreign_processes"] or []}
+    # duets.renew_helpers (the default: reference): the reference env's sides of one round and
+    # mode share a helper, a new one every round; other envs keep theirs for the run
+    ref = collections.defaultdict(set)
+    for rec in records:
+        if rec["kind"] == "duet" and rec["reference_env"] == "tf1.14":
+            rnd = rec["replicate"] // rec["design"].get("weight", 1)
+            ref[rnd, rec["reference_cell"]["mode"]].add(rec["workers"]["right"]["helper_pid"])
+            assert rec["design"]["renew"] == ["tf1.14"]
+    assert ref and all(len(p) == 1 for p in ref.values()), ref
+    rounds = {r for r, _ in ref}
+    assert len(rounds) >= 2 and len({next(iter(p)) for p in ref.values()}) == len(ref)
     # each helper's children numbered once each, and some helper served several duets
     assert all(len(set(c)) == len(c) for c in children.values())
     assert max(len(c) for c in children.values()) > 2

@@ -127,6 +127,11 @@ def rounds_check(rounds: pd.DataFrame, machine: str) -> Check | None:
             p = num(mine["p_round"].iloc[0]) if "p_round" in mine.columns else math.nan
             per_mode.append(f"{mode}: none of {n} rounds moved"
                             + (f" (F test of rounds p = {p:.2g})" if math.isfinite(p) else ""))
+    sds = {mode: num(part[col(part, "mode").map(text) == mode]["sd_round"].iloc[0])
+           for mode in _modes(part)} if "sd_round" in part.columns else {}
+    if any(math.isfinite(v) for v in sds.values()):
+        per_mode.append("the rounds' common effect, sd " + ", ".join(
+            f"{v:.1%} ({mode})" for mode, v in sds.items() if math.isfinite(v)))
     total = int(moved_col.sum())
     sentence = "Health check of rounds: " + "; ".join(per_mode) + "."
     return Check(machine, "rounds", sentence, "warn" if total else "ok",
@@ -207,8 +212,10 @@ def markdown(tabs: dict) -> list[str]:
     if "rounds" in kinds:
         what.append("Health check (`duet_rounds`): a replicate round (numbered from 0) moved "
                     "when it shifted every row of a mode together (its shift: the round's ratios "
-                    "against their rows' means), a state of the machine the duets did not "
-                    "cancel.")
+                    "against their rows' means), a state the duets did not cancel: of the "
+                    "machine, or of the reference env's fork helper, which is new every round "
+                    "(`duets.renew_helpers`) so that its state is inside each row's interval; "
+                    "the rows of a round share it, and the cross-run check replays that.")
     out = ["## The duets' own checks", "",
            "Not part of the answer: the duets checked on themselves, per machine. "
            + " ".join(what), ""]

@@ -43,9 +43,28 @@ def estimates(tab: pd.DataFrame, table: str) -> pd.DataFrame:
                       verdict=tab[verdict])
 
 
-def base_rows(tabs) -> pd.DataFrame | None:
-    """The duets rows both runs hold, as the design replays them: mean, sd of one duet, n1, n2
-    (None where a table lacks the design's columns: tables from before two looks)."""
+def round_sd(rounds, both: pd.DataFrame) -> np.ndarray:
+    """Per row of `both` (the matched duets rows, with MACHINE and mode): the sd of the rounds'
+    common effect (duet_rounds' sd_round, the root mean square of the two runs' figures, each
+    run's where only one has it; 0 where neither does: rows independent)."""
+    figures = {}
+    for tab in rounds or ():
+        if tab is None or tab.empty or not {"sd_round", "mode", MACHINE} <= set(tab.columns):
+            continue
+        for (m, mode), part in tab.groupby([MACHINE, "mode"]):
+            sd = float(part["sd_round"].astype(float).iloc[0])
+            if np.isfinite(sd):
+                figures.setdefault((m, mode), []).append(sd ** 2)
+    mode = both["mode_a"] if "mode_a" in both.columns else both.get("mode", [""] * len(both))
+    return np.sqrt(np.array([np.mean(figures.get((m, mo), [0.0]))
+                             for m, mo in zip(both[MACHINE], mode)], float))
+
+
+def base_rows(tabs, rounds=None) -> pd.DataFrame | None:
+    """The duets rows both runs hold, as the design replays them: mean, sd of one duet, n1, n2,
+    and the group (machine and mode) whose rows share a round's state with its sd (round_sd,
+    from the runs' duet_rounds tables `rounds`; 0 without them) (None where a table lacks the
+    design's columns: tables from before two looks)."""
     need = {"n_look1", "n_max", "sd_log", "log_ratio", MACHINE}
     if any(t.empty or not need <= set(t.columns) for t in tabs):
         return None
@@ -57,7 +76,10 @@ def base_rows(tabs) -> pd.DataFrame | None:
                        sigma=np.sqrt((both["sd_log_a"] ** 2 + both["sd_log_b"] ** 2) / 2),
                        n1=np.maximum(both["n_look1_a"], both["n_look1_b"].fillna(0)).astype(int),
                        n2=np.maximum(both["n_max_a"], both["n_max_b"].fillna(0)).astype(int))
-    return both.reset_index(drop=True)
+    both = both.reset_index(drop=True)
+    groups = list(zip(both[MACHINE], both["mode_a"] if "mode_a" in both.columns else ""))
+    order = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    return both.assign(group=[order[g] for g in groups], round_sd=round_sd(rounds, both))
 
 
 def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: float = 0.05,
@@ -67,12 +89,16 @@ def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: flo
     if base is None or not len(base) or not (base["n2"] > base["n1"]).any():
         return None
     kw = dict(q=q, margin=margin, alpha_eq=alpha_eq)
+    if "round_sd" in base.columns:
+        kw.update(group=base["group"].to_numpy(), round_sd=base["round_sd"].to_numpy())
     index = {k: i for i, k in enumerate(zip(base[MACHINE], base["env"], base["cell_id"]))}
     cols = (base["mu"], base["sigma"], base["n1"], base["n2"])
     if table not in DERIVED:
         rows = [index.get(k) for k in zip(both[MACHINE], both["env"], both["cell_id"])]
         if any(r is None for r in rows):
             return None
+        if "group" in kw:
+            kw.update(group=kw["group"][rows], round_sd=kw["round_sd"][rows])
         return crossrun_power.Design(*(np.asarray(c)[rows] for c in cols), **kw)
     if table == "machines_compared":
         pairs = [(index.get((f"{m.split(' vs ')[0]}", e, c)),
@@ -107,11 +133,12 @@ def decided_by_mode(tabs) -> dict:
 
 
 def rows_calibration(tabs, base_tabs, table: str, level: float = 0.95,
-                     sims: int = crossrun_judge.SIMS) -> dict:
+                     sims: int = crossrun_judge.SIMS, rounds=None) -> dict:
     """Two runs' rows of `table` (tabs: the two tables, keyed on MACHINE; base_tabs: the two
     duets tables, or pairs for table="pairs", the rows the design replays; a run without the
     table: an empty DataFrame) matched and judged: see compare_runs.duets_calibration, which
-    reads them."""
+    reads them. rounds: the two runs' duet_rounds tables (keyed on MACHINE), whose sd_round the
+    replay gives the rows of a mode as a state they share each round (base_rows)."""
     tabs = [estimates(t, table) if len(t.columns) else t for t in tabs]
     decided = decided_by_mode(tabs)
     if any(t.empty for t in tabs):
@@ -130,7 +157,7 @@ def rows_calibration(tabs, base_tabs, table: str, level: float = 0.95,
     cols = (both["log_ratio_a"], both["se_log_a"], both["df_a"], both["log_ratio_b"],
             both["se_log_b"], both["df_b"])
     out = calibration.cross_run(*cols, level)
-    base = base_rows(base_tabs)
+    base = base_rows(base_tabs, rounds)
     design = row_design(both, table, base)
     check = crossrun_judge.rows_check(*cols, centre=False, sims=sims, design=design)
     if base is not None and (base["n2"] > base["n1"]).any() and check.get("design") is None:

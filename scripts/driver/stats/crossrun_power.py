@@ -163,11 +163,18 @@ class Design:
     look 1 and in all; family: the BH family each base row belongs to (an int per row);
     left, right: for a derived table, the base rows whose difference each derived row is
     (duets_releases: later and earlier release; machines_compared: left and right machine);
-    None for the base table itself."""
+    None for the base table itself. group, round_sd: rows of one group share, in replicate
+    round k, one draw of sd round_sd (the group's; part of sigma, not added to it): the state
+    of a side every row of a round shares (the reference env's fork helper, renewed every round
+    and mode, config duets.renew_helpers), which each row's interval carries but which makes the
+    rows of a group move together; None: rows independent."""
 
     def __init__(self, mu, sigma, n1, n2, family=None, left=None, right=None, q: float = 0.05,
-                 margin: float = 0.10, alpha_eq: float = 0.05):
+                 margin: float = 0.10, alpha_eq: float = 0.05, group=None, round_sd=None):
         self.mu, self.sigma = np.asarray(mu, float), np.asarray(sigma, float)
+        self.group = np.zeros(self.mu.size, int) if group is None else np.asarray(group, int)
+        self.round_sd = (np.zeros(self.mu.size) if round_sd is None else
+                         np.minimum(np.nan_to_num(np.asarray(round_sd, float)), self.sigma))
         self.n1, self.n2 = np.asarray(n1, int), np.asarray(n2, int)
         self.family = np.zeros(self.mu.size, int) if family is None else np.asarray(family)
         self.left = None if left is None else np.asarray(left, int)
@@ -215,11 +222,16 @@ def replay(design: Design, sims: int, rng) -> tuple[np.ndarray, ...]:
     n_used = np.broadcast_to(design.n1.astype(float), (sims, m)).copy()
     p_seq, p_eq = np.empty((sims, m)), np.empty((sims, m))
     late = {}
+    width = int(max(design.n1.max(), design.n2.max()))
+    rounds = bool((design.round_sd > 0).any())  # one draw per group and round, shared
+    shared = rng.standard_normal((sims, int(design.group.max()) + 1, width)) if rounds else None
+    own = np.sqrt(design.sigma ** 2 - design.round_sd ** 2)
     for (n1, n2) in sorted(set(zip(design.n1.tolist(), design.n2.tolist()))):
         cols = (design.n1 == n1) & (design.n2 == n2)
-        k = int(cols.sum())
-        x = design.mu[cols, None] + design.sigma[cols, None] * rng.standard_normal(
-            (sims, k, max(n1, n2)))
+        k, w = int(cols.sum()), max(n1, n2)
+        x = design.mu[cols, None] + own[cols, None] * rng.standard_normal((sims, k, w))
+        if rounds:
+            x = x + design.round_sd[cols, None] * shared[:, design.group[cols], :w]
         mean1, se1 = _stats(x, n1)
         lk = looks(max(n1, 2), max(n2, n1, 2))
         t1 = mean1 / se1

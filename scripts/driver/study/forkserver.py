@@ -10,12 +10,15 @@ replicates; each duet file says per side whether its worker was forked, by which
 many children that helper had forked before.
 
 One helper per env build and environment (the key: the env's Python, run_cell.py, the framework
-and the environment but its temp folder), per machine: its facts file and log lie in the
-machine's helpers folder (helpers_dir), its socket is named after both. A helper exits when idle,
-when its owner (the Snakemake process) is gone, or when asked: supervise_cell.py asks every
-helper of the machine to exit before a cell times (stop_helpers), so no helper holds memory
-then. If a helper cannot start or fork, the worker is a fresh process and the file says why
-(`fallback`).
+and the environment but its temp folder), per machine, and per generation where the side's
+environment names one (GENERATION, config duets.renew_helpers: a replicate round and mode, so
+that the reference env's helper, whose state every row of a round shares, is a new process every
+round; the first side of a round asks the earlier rounds' helpers of that key to exit). Its
+facts file and log lie in the machine's helpers folder (helpers_dir), its socket is named after
+both. A helper exits when idle, when its owner (the Snakemake process) is gone, or when asked:
+supervise_cell.py asks every helper of the machine to exit before a cell times (stop_helpers),
+so no helper holds memory then. If a helper cannot start or fork, the worker is a fresh process
+and the file says why (`fallback`).
 """
 import glob
 import hashlib
@@ -30,6 +33,7 @@ from driver.study import duet
 from tfspeed.forkhelper import read_line
 
 VOLATILE = ("TMPDIR", "TEMP", "TMP")  # a duet's own scratch folder: set per child, not per helper
+GENERATION = "TFSPEED_HELPER_GENERATION"  # a helper per generation (duets.renew_helpers)
 IDLE_S = 120.0
 
 
@@ -51,9 +55,15 @@ def helpers_dir(out, machine):
 
 
 def helper_key(python, run_cell, framework, env):
-    stable = {k: v for k, v in env.items() if k not in VOLATILE}
+    """The helper's key: a 16-digit hash of what it is (its generation left out), then, where
+    env names a generation "ROUND:TAG", "-gROUND-" and 6 digits of TAG's hash."""
+    stable = {k: v for k, v in env.items() if k not in VOLATILE and k != GENERATION}
     text = json.dumps([python, os.path.realpath(run_cell), framework, stable], sort_keys=True)
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+    key = hashlib.sha1(text.encode()).hexdigest()[:16]
+    if env.get(GENERATION):
+        rnd, _, tag = str(env[GENERATION]).partition(":")
+        key += "-g%d-%s" % (int(rnd), hashlib.sha1(tag.encode()).hexdigest()[:6])
+    return key
 
 
 def address(folder, key):
@@ -132,11 +142,14 @@ def _gone(pid):
         return False
 
 
-def stop_helpers(folder, wait_s=5.0):
+def stop_helpers(folder, wait_s=5.0, pattern="*", keep=""):
     """Ask every helper of this folder (a machine's) to exit, and wait until each is gone (its
-    memory given back); kill one that does not go. Cheap where none runs. Returns their pids."""
+    memory given back); kill one that does not go. Cheap where none runs. Returns their pids.
+    pattern: only the helpers whose key matches it; keep: a key prefix left running."""
     stopped = []
-    for info in sorted(glob.glob(os.path.join(folder, "*.json"))):
+    for info in sorted(glob.glob(os.path.join(folder, pattern + ".json"))):
+        if keep and os.path.basename(info).startswith(keep):
+            continue
         try:
             with open(info) as handle:
                 facts = json.load(handle)
@@ -255,6 +268,7 @@ class ForkSpawner(object):
         self.owner = owner or snakemake_owner()
         self.helpers = {}  # key -> the helper's facts, or the error that kept it from running
         self.pending = {}  # key -> (Popen, log handle, started)
+        self.retired = []  # pids of other generations' helpers this spawner asked to exit
 
     def _key(self, python, run_cell, framework, env):
         return helper_key(python, run_cell, framework, env)
@@ -269,6 +283,10 @@ class ForkSpawner(object):
         if facts is not None:
             self.helpers[key] = facts
             return
+        if "-g" in key:  # a new round's generation: earlier rounds' helpers of it exit first
+            base, rnd = key.split("-g")[0], key.split("-g")[1].split("-")[0]
+            self.retired += stop_helpers(self.folder, pattern=base + "-g*",
+                                         keep="%s-g%s-" % (base, rnd))
         henv = dict(env)
         henv.update(TMPDIR=self.folder, TEMP=self.folder, TMP=self.folder)
         log = open(os.path.join(self.folder, key + ".log"), "ab")

@@ -381,6 +381,11 @@ class StudyPlan:
         return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in run
                 if (d.env, d.cell_id) in wanted]
 
+    def renewed_helpers(self):
+        """config duets.renew_helpers as a duet's design says it: "all", or the env names."""
+        renew = self.duet_settings.get("renew_helpers", "reference")
+        return {"all": "all", "none": [], "reference": [self.reference_env]}[renew]
+
     def duet_params(self, env, cell_id):
         d = self.duet_by_id[(env, cell_id)]
         return {"cell": json.dumps(d.cell, sort_keys=True),
@@ -388,8 +393,10 @@ class StudyPlan:
                 "reference_env": d.reference_env,
                 "design": json.dumps(dict({k: self.duet_settings[k] * d.weight
                                            for k in ("replicates", "max_replicates")},
-                                          # forked from the envs' fork helpers, or fresh
+                                          # forked from the envs' fork helpers, or fresh;
+                                          # whose helpers are new every round (weight a round)
                                           workers=self.duet_settings.get("workers", "fork"),
+                                          renew=self.renewed_helpers(), weight=d.weight,
                                           # a pair in one process, or a duet's sides built at once
                                           **({"together": True, "table": d.table,
                                               "mix_block": self.pair_settings["mix_block"]}

@@ -382,3 +382,17 @@ def test_a_duet_with_forked_workers_says_so_per_side(tmp_path):
     assert left["helper_pid"] not in {p["pid"] for p in rec["foreign_processes"]}
     folder = forkserver.helpers_dir(str(tmp_path / "duet.json"), "m")
     assert forkserver.stop_helpers(folder) == [left["helper_pid"]]
+
+
+def test_a_sides_helper_generation_follows_the_design_the_round_and_the_mode():
+    """supervise_duet.generation: renewed envs get "ROUND:MODE" with ROUND the replicate over
+    the row's weight (a weight-2 row runs replicates 2r and 2r + 1 in round r); other envs, and
+    a design without renew, get none."""
+    import supervise_duet
+    gen = supervise_duet.generation
+    eager = {"mode": "eager"}
+    assert gen({"renew": ["tf1.14"]}, "tf1.14", eager, 3) == "3:eager"
+    assert gen({"renew": ["tf1.14"], "weight": 2}, "tf1.14", {"mode": "graph"}, 5) == "2:graph"
+    assert gen({"renew": ["tf1.14"]}, "tf2.21", eager, 3) is None
+    assert gen({"renew": "all"}, "tf2.21", eager, 0) == "0:eager"
+    assert gen({"renew": []}, "tf1.14", eager, 3) is None and gen({}, "tf1.14", eager, 3) is None

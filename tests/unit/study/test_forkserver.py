@@ -174,3 +174,40 @@ def test_a_stale_facts_file_is_removed_without_waiting(tmp_path):
     t0 = time.monotonic()
     assert forkserver.stop_helpers(str(tmp_path)) == []
     assert time.monotonic() - t0 < 1.0 and not list(tmp_path.iterdir())
+
+
+def generation_worker(spawner, tag):
+    s = side()
+    s["env"][forkserver.GENERATION] = tag
+    return duet.Worker(s["python"], s["run_cell"], s["cell"], s["rule"], s["framework"],
+                       s["env"], timeout_s=120, wait_build=True, spawn=spawner)
+
+
+def test_a_new_rounds_helper_retires_the_last_rounds_and_keeps_its_own_rounds(spawner):
+    """duets.renew_helpers: a side whose environment names a generation "ROUND:MODE" is forked
+    from that generation's helper; both modes of a round live side by side; the first side of
+    the next round asks that round's earlier helpers of the same env to exit (they are gone),
+    and leaves a helper of another key (no generation) running."""
+    helpers = {}
+    for tag in ("0:graph", "0:eager", "0:graph", None, "1:eager"):
+        w = generation_worker(spawner, tag) if tag else worker(spawner)
+        w.expect("loaded")
+        w.close()
+        helpers.setdefault(tag, set()).add(w.origin["helper_pid"])
+    assert len(helpers["0:graph"]) == 1  # one helper served the round's two graph sides
+    pids = {t: next(iter(p)) for t, p in helpers.items()}
+    assert len(set(pids.values())) == 4
+    assert sorted(spawner.retired) == sorted([pids["0:graph"], pids["0:eager"]])
+    assert gone(pids["0:graph"], 2.0) and gone(pids["0:eager"], 2.0)
+    assert not forkserver._gone(pids[None]) and not forkserver._gone(pids["1:eager"])
+
+
+def test_a_generation_changes_the_key_and_only_its_suffix():
+    env = {"A": "1", "TMPDIR": "/x"}
+    base = forkserver.helper_key("py", RUN_CELL, "tensorflow", env)
+    keys = {t: forkserver.helper_key("py", RUN_CELL, "tensorflow",
+                                     dict(env, **{forkserver.GENERATION: t}))
+            for t in ("0:graph", "0:eager", "1:graph")}
+    assert all(k.split("-g")[0] == base and len(base) == 16 for k in keys.values())
+    assert keys["0:graph"].startswith(base + "-g0-") and keys["1:graph"].startswith(base + "-g1-")
+    assert len(set(keys.values())) == 3

@@ -321,7 +321,12 @@ def test_duets_in_their_planned_order():
         for r in range(x.weight * first, x.weight * most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": first, "max_replicates": most, "workers": "fork",
-        "build": cfg["duets"]["build"]}
+        "build": cfg["duets"]["build"], "weight": 1, "renew": {
+            "reference": [cfg["reference_env"]], "all": "all", "none": []}[
+            cfg["duets"]["renew_helpers"]]}
+    for renew, said in (("none", []), ("all", "all"), ("reference", [cfg["reference_env"]])):
+        other = StudyPlan(dict(cfg, duets=dict(cfg["duets"], renew_helpers=renew)), REPO)
+        assert json.loads(other.duet_params(d.env, d.cell_id)["design"])["renew"] == said
     bad = dict(cfg, duets=dict(cfg["duets"], max_replicates=first - 1))
     with pytest.raises(ConfigError, match="duets.max_replicates"):
         StudyPlan(bad, REPO)
@@ -377,9 +382,10 @@ def test_reference_graph_vs_eager_row_has_weighted_replicates():
         layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first)]
     assert plan.extra_duet_files("m", [[d.env, d.cell_id]]) == [
         layout.duet_path("m", d.env, d.cell_id, r) for r in range(k * first, k * most)]
-    assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
+    design = json.loads(plan.duet_params(d.env, d.cell_id)["design"])
+    assert {k: v for k, v in design.items() if k != "renew"} == {
         "replicates": k * first, "max_replicates": k * most, "workers": "fork",
-        "build": cfg["duets"]["build"]}
+        "build": cfg["duets"]["build"], "weight": k}
     off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
     assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
 
