@@ -114,6 +114,11 @@ def figures(results) -> dict:
             out.setdefault(machine, {})["rounds_moved"] = [
                 f"{r['mode']} round {int(r['round'])}: {math.exp(r['shift']):.3f}"
                 for _, r in moved.iterrows()]
+            if "sd_round" in part.columns:  # the rounds' common effect per mode, and its test
+                out[machine]["rounds_sd"] = {
+                    mode: {"sd_round": round(float(rows["sd_round"].iloc[0]), 4),
+                           "p_round": round(float(rows["p_round"].iloc[0]), 4)}
+                    for mode, rows in part.groupby("mode")}
     if res.has("duets_releases"):
         for machine, part in per_machine(res.table("duets_releases")):
             for mode, rows in part.groupby("mode"):
@@ -216,6 +221,10 @@ def text(figs: dict) -> list[str]:
         if "rounds_moved" in m:
             lines.append("  health check, rounds that moved every row: "
                          + ("; ".join(m["rounds_moved"]) or "none"))
+        if "rounds_sd" in m:
+            lines.append("  the rounds' common effect (sd, log; F test p): " + "; ".join(
+                f"{mode} {v['sd_round']:.4f} (p {v['p_round']:.2g})"
+                for mode, v in m["rounds_sd"].items()))
     return lines
 
 

@@ -2,7 +2,8 @@
 says per side that its worker was forked from its env's fork helper (scripts/run_cell.py
 --helper, driver/study/forkserver.py), with the helper's pid, import seconds and the children it
 had forked before; a helper serves more than one duet (its children counted in order), the
-reference env's is a new one every round and mode (duets.renew_helpers), a helper is left
+reference env's is a new one every round and mode (the quick preset sets duets.renew_helpers:
+reference), a helper is left
 out of the duet's other processes, and is gone once the cells ran (supervise_cell.py asks every
 helper of the machine to exit before a cell times)."""
 import collections
@@ -33,7 +34,7 @@ def test_the_quick_studys_duets_are_forked_from_helpers_gone_before_the_cells(qu
             children[pid].append(before)
         helpers = {rec["workers"][n]["helper_pid"] for n in ("left", "right")}
         assert not helpers & {p["pid"] for p in rec["foreign_processes"] or []}
-    # duets.renew_helpers (the default: reference): the reference env's sides of one round and
+    # duets.renew_helpers: reference (tests/quick.yaml): the reference env's sides of one round and
     # mode share a helper, a new one every round; other envs keep theirs for the run
     ref = collections.defaultdict(set)
     for rec in records:

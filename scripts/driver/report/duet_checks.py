@@ -212,10 +212,11 @@ def markdown(tabs: dict) -> list[str]:
     if "rounds" in kinds:
         what.append("Health check (`duet_rounds`): a replicate round (numbered from 0) moved "
                     "when it shifted every row of a mode together (its shift: the round's ratios "
-                    "against their rows' means), a state the duets did not cancel: of the "
-                    "machine, or of the reference env's fork helper, which is new every round "
-                    "(`duets.renew_helpers`) so that its state is inside each row's interval; "
-                    "the rows of a round share it, and the cross-run check replays that.")
+                    "against their rows' means), a state the duets did not cancel (of the "
+                    "machine over the hour, or of a fork helper the rows share). It varies "
+                    "between a row's replicates, so it is inside each row's interval; the rows "
+                    "of a round share it (its sd: the rounds' common effect), and the cross-run "
+                    "check replays that.")
     out = ["## The duets' own checks", "",
            "Not part of the answer: the duets checked on themselves, per machine. "
            + " ".join(what), ""]

@@ -44,6 +44,8 @@ def rows_check(est_a, se_a, df_a, est_b, se_b, df_b, centre: bool, sims: int = S
                    p_shift=p_shift, p_dispersion=p_disp, p_check=p_check, ok=not why,
                    why="; ".join(why) or "nothing beyond the intervals",
                    design="two looks, replayed")
+        if float(design.round_sd.max()) > 0:  # rows of a group sharing each round's state
+            out["round_sd"] = round(float(design.round_sd.max()), 4)  # a row's at most sigma
         patterns = crossrun_power.PATTERNS if design.left is None else ("row",)
         out["power"] = crossrun_power.design_power_table(design, ref, sims=sims, seed=seed,
                                                          patterns=patterns)
@@ -104,6 +106,9 @@ def verdict_text(name: str, out: dict) -> list[str]:
         lines.append(f"  spread of the standardised differences about the run's shift "
                      f"{out['spread']:.2f} (95 % CI {out['spread_ci'][0]:.2f}-"
                      f"{out['spread_ci'][1]:.2f}; 1 when calibrated, p {out['p_dispersion']:.2g})")
+    if out.get("round_sd"):
+        lines.append("  replayed with the rows of a mode sharing each replicate round's state "
+                     f"(duet_rounds' sd_round, log, up to {out['round_sd']:.4f})")
     if "power" in out:
         lines.append("  " + crossrun_power.power_text(out["power"]))
     if out.get("design_note"):

@@ -383,7 +383,7 @@ class StudyPlan:
 
     def renewed_helpers(self):
         """config duets.renew_helpers as a duet's design says it: "all", or the env names."""
-        renew = self.duet_settings.get("renew_helpers", "reference")
+        renew = self.duet_settings.get("renew_helpers", "none")
         return {"all": "all", "none": [], "reference": [self.reference_env]}[renew]
 
     def duet_params(self, env, cell_id):

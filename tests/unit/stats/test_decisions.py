@@ -34,8 +34,10 @@ def write(folder: Path):
     pd.DataFrame([{"machine": "m1", "env": "tf1.14", "cell_id": "a", "mode": "graph", "n": 4,
                    "ratio": 1.01, "verdict": "equivalent"}]).to_csv(folder / "duets_aa.csv",
                                                                    index=False)
-    pd.DataFrame([{"machine": "m1", "mode": "graph", "round": 2, "shift": 0.05, "moved": True},
-                  {"machine": "m1", "mode": "graph", "round": 1, "shift": -0.01, "moved": False}]
+    pd.DataFrame([{"machine": "m1", "mode": "graph", "round": 2, "shift": 0.05, "moved": True,
+                   "p_round": 0.01, "sd_round": 0.02},
+                  {"machine": "m1", "mode": "graph", "round": 1, "shift": -0.01, "moved": False,
+                   "p_round": 0.01, "sd_round": 0.02}]
                  ).to_csv(folder / "duet_rounds.csv", index=False)
     pd.DataFrame([{"machine": "m1", "mode": "eager", "ratio": r, "verdict": v}
                   for r, v in ((0.5, "left_faster"), (1.0, "equivalent"), (1.1, "undecided"))]
@@ -55,6 +57,7 @@ def test_counts_per_machine_with_cis(tmp_path):
     assert m1["twins"]["equivalent"]["k"] == 2 and m1["twins"]["different"]["k"] == 1
     assert m1["aa_duets"]["different"]["k"] == 0
     assert m1["rounds_moved"] == ["graph round 2: 1.051"]
+    assert m1["rounds_sd"] == {"graph": {"sd_round": 0.02, "p_round": 0.01}}
     # releases from duets: counted on their own, never among the cells' comparisons
     assert (m1["releases"]["eager"]["decided"]["k"], m1["releases"]["eager"]["decided"]["n"],
             m1["releases"]["eager"]["equivalent"]) == (2, 3, 1)

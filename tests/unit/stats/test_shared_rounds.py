@@ -112,3 +112,28 @@ def test_base_rows_give_each_mode_its_group_and_the_runs_sd_round():
     assert np.allclose(base.loc[eager, "round_sd"], np.sqrt((0.03 ** 2 + 0.04 ** 2) / 2))
     assert np.allclose(base.loc[~eager, "round_sd"], 0.0)
     assert np.allclose(crossrun_looks.base_rows([duets, duets])["round_sd"], 0.0)
+
+
+def test_compare_runs_replays_the_runs_duet_rounds_and_says_so(tmp_path):
+    """Two run folders of the fixture's duets, each with a duet_rounds table whose eager rows
+    share a round state: compare-runs' duets check replays it (its round_sd, printed) and passes
+    the rows against themselves; the pairs' check is not given the duets' rounds."""
+    duets = pd.read_csv(FIXTURE / "duets.csv")
+    machine = duets["machine"].iloc[0]
+    for side, sd in (("a", 0.02), ("b", 0.03)):
+        folder = tmp_path / side
+        folder.mkdir()
+        for path in FIXTURE.glob("*.csv"):
+            pd.read_csv(path).to_csv(folder / path.name, index=False)
+        pd.DataFrame([{"machine": machine, "mode": mode, "round": k, "sd_round": s,
+                       "p_round": 0.5, "moved": False}
+                      for mode, s in (("graph", 0.0), ("eager", sd)) for k in range(4)]
+                     ).to_csv(folder / "duet_rounds.csv", index=False)
+    out = compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b", sims=300)
+    want = round(float(np.sqrt((0.02 ** 2 + 0.03 ** 2) / 2)), 4)
+    assert out["design"] == "two looks" and out["check"]["round_sd"] == want
+    assert out["ok"], out["check"]["why"]
+    text = " ".join(compare_runs.checks_text({
+        "duets_calibration": out, "cells_calibration": {"check": {"n": 0}},
+        "comparisons_calibration": {"check": {"n": 0}}}))
+    assert f"round's state (duet_rounds' sd_round, log, up to {want:.4f})" in text
