@@ -272,7 +272,7 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     tabs, base_tabs, rounds = ([keyed(_results(f).table(t), m) if _results(f).has(t)
                                 else pd.DataFrame() for f, m in zip((fa, fb), maps)]
                                for t in (table, base, "duet_rounds"))
-    # the duets' rows of a mode share each round's reference helper (duet_rounds' sd_round)
+    # the duets' rows of a mode share each round's state (duet_rounds' sd_round)
     return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims,
                                            rounds=None if base == "pairs" else rounds)
 

@@ -164,10 +164,10 @@ class Design:
     left, right: for a derived table, the base rows whose difference each derived row is
     (duets_releases: later and earlier release; machines_compared: left and right machine);
     None for the base table itself. group, round_sd: rows of one group share, in replicate
-    round k, one draw of sd round_sd (the group's; part of sigma, not added to it): the state
-    of a side every row of a round shares (the reference env's fork helper, renewed every round
-    and mode, config duets.renew_helpers), which each row's interval carries but which makes the
-    rows of a group move together; None: rows independent."""
+    round k, one draw of sd round_sd (the group's; part of sigma, not added to it): a state every
+    row of a round shares (the machine over that stretch of the run, or a fork helper renewed
+    every round, config duets.renew_helpers), which each row's interval carries but which makes
+    the rows of a group move together; None: rows independent."""
 
     def __init__(self, mu, sigma, n1, n2, family=None, left=None, right=None, q: float = 0.05,
                  margin: float = 0.10, alpha_eq: float = 0.05, group=None, round_sd=None):

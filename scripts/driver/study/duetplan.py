@@ -367,3 +367,21 @@ def priorities(duets, replicates, seed, max_replicates=None):
     order = higher. The second look's replicates come after the first look's."""
     run = ordered(duets, max(replicates, max_replicates or 0), seed)
     return {(d.env, d.cell_id, rep): len(run) - i for i, (d, rep) in enumerate(run)}
+
+
+def design(d, settings, pair_settings, reference_env):
+    """A duet row's design as supervise_duet.py reads it (--design): its replicates at each look
+    (times its weight: the duets it has a round), how its workers are made (config
+    duets.workers) and whose fork helpers are new every round (duets.renew_helpers: "all", or
+    the env names), then a pair in one process's fields or a duet's build (duets.build), and
+    whether it is a duets_own / duets_frameworks row (driver/tables/duets.py)."""
+    renew = settings.get("renew_helpers", "none")
+    out = {k: settings[k] * d.weight for k in ("replicates", "max_replicates")}
+    out.update(workers=settings.get("workers", "fork"), weight=d.weight,
+               renew={"all": "all", "reference": [reference_env]}.get(renew, []))
+    if d.together:
+        out.update(together=True, table=d.table, mix_block=pair_settings["mix_block"])
+    else:
+        out["build"] = settings.get("build", "together")
+    out.update({k: True for k in ("own", "frameworks") if getattr(d, k)})
+    return out

@@ -381,30 +381,13 @@ class StudyPlan:
         return [layout.duet_path(machine, d.env, d.cell_id, r) for d, r in run
                 if (d.env, d.cell_id) in wanted]
 
-    def renewed_helpers(self):
-        """config duets.renew_helpers as a duet's design says it: "all", or the env names."""
-        renew = self.duet_settings.get("renew_helpers", "none")
-        return {"all": "all", "none": [], "reference": [self.reference_env]}[renew]
-
     def duet_params(self, env, cell_id):
         d = self.duet_by_id[(env, cell_id)]
         return {"cell": json.dumps(d.cell, sort_keys=True),
                 "reference_cell": json.dumps(d.reference_cell, sort_keys=True),
                 "reference_env": d.reference_env,
-                "design": json.dumps(dict({k: self.duet_settings[k] * d.weight
-                                           for k in ("replicates", "max_replicates")},
-                                          # forked from the envs' fork helpers, or fresh;
-                                          # whose helpers are new every round (weight a round)
-                                          workers=self.duet_settings.get("workers", "fork"),
-                                          renew=self.renewed_helpers(), weight=d.weight,
-                                          # a pair in one process, or a duet's sides built at once
-                                          **({"together": True, "table": d.table,
-                                              "mix_block": self.pair_settings["mix_block"]}
-                                             if d.together else
-                                             {"build": self.duet_settings.get("build", "together")}),
-                                          # duets_own / duets_frameworks rows (duets.py)
-                                          **{k: True for k in ("own", "frameworks")
-                                             if getattr(d, k)}), sort_keys=True),
+                "design": json.dumps(duetplan.design(d, self.duet_settings, self.pair_settings,
+                                                     self.reference_env), sort_keys=True),
                 "rule": json.dumps(self.stop_rule(d.cell["model"], d.cell["api"], duet=True),
                                    sort_keys=True)}
 

@@ -245,8 +245,8 @@ COLUMNS = {c.name: c for c in [
         ("df_round", "Its numerator degrees of freedom."),
         ("df_resid", "Its denominator degrees of freedom."),
         ("sd_round", "duet_rounds: the sd (log) of the rounds' common effect by the method of "
-         "moments: a state the rows of a round share, such as the reference env's fork helper "
-         "new every round (duets.renew_helpers); 0 where none shows."),
+         "moments: a state the rows of a round share (the machine over that stretch of the run, "
+         "or a fork helper renewed every round, duets.renew_helpers); 0 where none shows."),
         ("fails_if_1_5x_narrow", "The chance this A/A figure fails when intervals are 1.5x too "
          "narrow (its power, for this run's pairs and threshold)."),
         ("fails_if_2x_narrow", "The same when they are 2x too narrow."),

@@ -10,10 +10,10 @@ rows. A round is `moved` when the F test rejects at q and the round's interval e
 
 `sd_round` is the sd of the rounds' common effect, from the same analysis by the method of
 moments ((MS_round - MS_resid) / n0, n0 the rows per round as the unbalanced one-way layout
-counts them; 0 where MS_round is the smaller). Where the reference env's fork helper is new every
-round (config duets.renew_helpers), its state is such an effect: inside every row's interval (the
-row's replicates come from different rounds) but shared by the rows of a round, so that they
-move together; the cross-run check replays it (driver/stats/crossrun_looks.py).
+counts them; 0 where MS_round is the smaller). Such an effect (the machine over a round's stretch
+of the run, or a fork helper renewed every round, config duets.renew_helpers) is inside every
+row's interval (the row's replicates come from different rounds) but shared by the rows of a
+round, so that they move together; the cross-run check replays it (crossrun_looks.py).
 """
 import math
 
