@@ -72,9 +72,12 @@ rule run_duet:
 
 
 # The second look at the duets: which rows are still open after the first `replicates` duets.
+# With a time budget it waits for round 0 of the cells too, so that it plans with what the first
+# looks of everything actually cost on this machine (driver/tables/second_look.py).
 checkpoint plan_duets:
     input:
         duets=lambda wildcards: PLAN.duet_files(wildcards.machine),
+        cells=lambda wildcards: second_look_cells(wildcards.machine),
     output:
         plan=layout.DUET_PLAN_PATTERN,
     log:

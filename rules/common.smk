@@ -116,6 +116,13 @@ def first_round_cell_files(machine):
     return [f for r in fixed for f in cell_files(r, machine)]
 
 
+def second_look_cells(machine):
+    """With a time budget, round 0's cell files (twins too): the checkpoint plan_duets runs after
+    them, so the second look gets what is left once every first look has run, at its measured
+    cost; none without a budget (the second look is then not sized by time)."""
+    return first_round_cell_files(machine) if TIME_BUDGET_S is not None else []
+
+
 def files_before_round(wildcards):
     return [
         f for r in range(int(wildcards.rep)) for f in cell_files(r, wildcards.machine)

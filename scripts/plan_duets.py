@@ -5,7 +5,8 @@ the two-look levels of driver/stats/sequential.py, so that stopping a decided ro
 and finds the rows still undecided (A/A rows included: they are planned as headline rows are,
 or they would not check the procedure). With a time budget (config `time_budget_min`), the rows
 closest to a decision per second get their second look while it fits what the first look and the
-cells' first rounds leave of the budget (driver/tables/second_look.py); then, with what they
+cells' round 0 (this checkpoint runs after them) leave of the budget
+(driver/tables/second_look.py); then, with what they
 leave, the headline rows behind a release (duets_releases) still open, whose decision needs both
 its rows' second look, the releases closest to a decision per second first
 (second_look.release_items, plan_second_look). The others are written as not reached, with the

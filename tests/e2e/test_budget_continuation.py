@@ -2,7 +2,9 @@
 time budget leaves no room for the duets' second look, nor for the cells' second round, lists them
 as not reached, with the minutes and the command that would reach them; running that command
 continues the same run: the not-reached rows get their second look, the cells their second round,
-and no finished duet or cell is run again."""
+and no finished duet or cell is run again. The second look's checkpoint runs after round 0's cells,
+so it plans with what they cost rather than a prediction."""
+import json
 import shlex
 
 import pandas as pd
@@ -44,6 +46,13 @@ def test_a_run_beyond_its_budget_says_what_is_left_and_its_command_continues_it(
     cells = reached[reached.paired_table == "cells"]
     assert list(cells.cell_id) == ["round 1"] and list(cells.replicates) == [2]
     assert not list((work / "results/cells").rglob("*.r1.json"))
+    # the checkpoint ran after round 0's cells: it counted their measured cost, reserving none
+    [plan] = (work / "results/duet_plans").glob("*.json")
+    budget = json.loads(plan.read_text())["budget"]
+    assert budget["first_round_cells_reserved_s"] == 0
+    assert budget["cell_process"]["source"] == "cells" and budget["cell_process"]["n"] == 2
+    assert plan.stat().st_mtime_ns > max(p.stat().st_mtime_ns
+                                         for p in (work / "results/cells").rglob("*.r0.json"))
     command = reached.command.iloc[0]
     assert (reached.command == command).all()
     assert command.startswith('make study ARGS="--config time_budget_min=')

@@ -4,8 +4,8 @@ machine after its env builds (docs/design.md "One budget"), spent in this order 
 1. the first look of every paired row (the headline's duets, the pairs, their A/A rows) and
    round 0 of the cells (every cell's first process): always run;
 2. the paired rows' second look: the open rows closest to a decision per second, while they fit
-   (driver/tables/second_look.py, the checkpoint plan_duets, which reserves round 0's cells not yet
-   run at this machine's measured cost of a cell process);
+   (driver/tables/second_look.py, the checkpoint plan_duets, which runs after round 0's cells and
+   so counts what they cost);
 3. rounds 1 .. repeats - 1 of the cells, each whole round while it fits (`next_full_round`);
 4. the allocation's extra rounds (driver/tables/allocation.py) get what is left
    (`extra_budget_s`).

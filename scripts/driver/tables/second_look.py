@@ -7,10 +7,12 @@ covers the whole study after the env builds:
 
     available = time_budget_s - first look's duets - first rounds' cells (done, or reserved)
 
-where a first-round cell not yet run is reserved at this machine's measured cost of a cell
-process (`cell_process_s`: its cells' own wall times where this machine has cells, else its
-duets' workers' import, build, first call and warm-up, plus the sampling window). The extra rounds
-of cells (driver/study/budget.py) get what the second look leaves.
+where the checkpoint runs after round 0's cells (rules/bench.smk: with a budget they are its
+input), so they are counted as done; a first-round cell without its file would be reserved at
+this machine's measured cost of a cell process (`cell_process_s`: its cells' own wall times where
+this machine has cells, else its duets' workers' import, build, first call and warm-up, plus the
+sampling window, which undercounts a fresh cell process). The extra rounds of cells
+(driver/study/budget.py) get what the second look leaves.
 
 A row still open after look 1 gets its second look (all `max_replicates` replicates, the design
 the two-look levels of driver/stats/sequential.py are computed for) when it fits the seconds
