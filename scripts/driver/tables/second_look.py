@@ -8,11 +8,11 @@ covers the whole study after the env builds:
     available = time_budget_s - first look's duets - first rounds' cells (done, or reserved)
 
 where the checkpoint runs after round 0's cells (rules/bench.smk: with a budget they are its
-input), so they are counted as done; a first-round cell without its file would be reserved at
-this machine's measured cost of a cell process (`cell_process_s`: its cells' own wall times where
-this machine has cells, else its duets' workers' import, build, first call and warm-up, plus the
-sampling window, which undercounts a fresh cell process). The extra rounds of cells
-(driver/study/budget.py) get what the second look leaves.
+input), so they are counted as done and nothing is reserved. `cell_process_s`, the machine's cost
+of a cell process that the plan records, is its cells' median wall time; only where no cell has a
+wall time (every one failed) is it predicted from the duets' workers' import, build, first call
+and warm-up plus the sampling window, which undercounts a fresh cell process. The extra rounds of
+cells (driver/study/budget.py) get what the second look leaves.
 
 A row still open after look 1 gets its second look (all `max_replicates` replicates, the design
 the two-look levels of driver/stats/sequential.py are computed for) when it fits the seconds
