@@ -14,7 +14,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "scripts"))
 
-from driver.study import layout, order, plan, scheduling  # noqa: E402
+from driver.study import layout, order, plan, record, scheduling  # noqa: E402
 from driver.study.locks import default_lock_path  # noqa: E402
 from driver.tables.registry import NAMES as TABLES  # noqa: E402
 
@@ -133,14 +133,19 @@ def cell_inputs(wildcards):
     """The env's manifest (venv mode), the machine's probe, the round's order and, after the first
     round, the previous round's marker. Ancient once the cell's file exists (a new probe or plan
     reruns no finished cell); plain for a missing cell, which Snakemake 9.27 would otherwise drop
-    when an ancient input's job reruns (tests/e2e/test_workflow.py)."""
+    when an ancient input's job reruns (tests/e2e/test_workflow.py). A cell that round 0's time
+    budget did not reach keeps its order file plain: a new budget rewrites that file
+    (plan.order_document), so the cell runs then, and only then."""
     machine = layout.base_machine(wildcards.machine)
     out = {} if USE_CONDA else {"manifest": layout.env_manifest(machine, wildcards.env)}
-    before = ancient if os.path.exists(layout.CELL_PATTERN.format(**wildcards)) else str
+    cell = layout.CELL_PATTERN.format(**wildcards)
+    before = ancient if os.path.exists(cell) else str
     if PROBE["processes"]:
         out["probe"] = before(layout.probe_latest(machine))
     rep = int(wildcards.rep)
-    out["order"] = before(layout.order_path(machine, rep))
+    out["order"] = (str if record.not_reached(cell) else before)(
+        layout.order_path(machine, rep)
+    )
     if rep > 0:
         out["previous_round"] = before(layout.round_marker(machine, rep - 1))
     return out

@@ -5,6 +5,11 @@ no env build at once, whatever --cores says), starts scripts/run_cell.py in the 
 `cell_timeout_s` and `cell_memory_mb`, and turns a crash, hang or out-of-memory into a `failed`
 cell with the reason and the tail of the log. The result is written atomically, so an interrupted
 run leaves no partial file and a rerun does the cell again.
+
+Under a time budget a process of round 0 starts only while it fits (driver/study/budget.py:
+round0_gate, weighed once the timing lock is held, on every cell and duet file of the machine);
+one that does not is written as skipped and `not_reached`, with what was spent, without starting
+the cell's process.
 """
 import argparse
 import collections
@@ -22,6 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from driver.study import (
+    budget,  # noqa: E402
     layout,  # noqa: E402
     probe,  # noqa: E402
     provenance,  # noqa: E402
@@ -216,6 +222,29 @@ def child_python(manifest, use_path_python):
     return manifest["python_executable"]
 
 
+def round_budget_s(machine, repeat):
+    """The time budget that round `repeat`'s order file states (round 0 under a budget:
+    plan.order_document), or None."""
+    try:
+        with open(layout.order_path(layout.base_machine(machine), repeat)) as handle:
+            value = json.load(handle).get("time_budget_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if value is None else float(value)
+
+
+def not_reached(rec, late):
+    """The cell's record as not reached: skipped, with the budget, what was spent and the cost
+    of the process it did not start (budget.round0_gate)."""
+    each = late["cell_process"]["seconds"]
+    rec.update(status="skipped", not_reached=True, time_budget=late, reason=(
+        "not reached: %.1f of the time budget's %.1f min were spent, and a cell process takes "
+        "about %s here; a run with a larger budget continues the study (the not_decided table "
+        "gives the command)" % (late["spent_s"] / 60.0, late["time_budget_s"] / 60.0,
+                                "%.1f s" % each if each == each else "an unknown time")))
+    return rec
+
+
 def supervise(args):
     cell = json.loads(args.cell)
     manifest = {}
@@ -254,7 +283,16 @@ def supervise(args):
            "--foreign-cpu-max-share", str(args.foreign_cpu_max_share), "--out", tmp]
     print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
         args.env, rec["cell_id"], args.repeat), flush=True)
+    time_budget_s = round_budget_s(args.machine, args.repeat)
     with machine_lock(args.lock):
+        if time_budget_s is not None:
+            late = budget.round0_gate(*budget.timing_files(args.machine), time_budget_s,
+                                      json.loads(args.rule).get("budget_s") or 0.5,
+                                      layout.base_machine(args.machine))
+            if late:
+                record.write(args.out, not_reached(rec, late))
+                print("[tfspeed] %s" % rec["reason"], flush=True)
+                return
         # no duet's fork helper holds memory (or wakes) while a cell times: each is asked to exit
         stopped = stop_helpers(helpers_dir(args.out, args.machine))
         if stopped:

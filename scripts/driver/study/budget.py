@@ -1,8 +1,10 @@
 """A study sized by time: config `time_budget_min` is the time the whole study may take on one
 machine after its env builds (docs/design.md "One budget"), spent in this order of priority:
 
-1. the first look of every paired row (the headline's duets, the pairs, their A/A rows) and
-   round 0 of the cells (every cell's first process): always run;
+1. the first look of every paired row (the headline's duets, the pairs, their A/A rows): always
+   run; then round 0 of the cells (every cell's first process), each process only while it fits:
+   one that would end past the budget is not started (`round0_gate`: supervise_cell.py writes its
+   file as skipped and not reached, without timing it);
 2. the paired rows' second look: the open rows closest to a decision per second, while they fit
    (driver/tables/second_look.py, the checkpoint plan_duets, which runs after round 0's cells and
    so counts what they cost);
@@ -17,6 +19,10 @@ second look and the extra rounds get `allocation.budget_s` seconds, as before;
 `allocation.budget_s: 0` turns the extra rounds off in both cases.
 """
 import datetime
+import glob
+import json
+import math
+import os
 from collections.abc import Iterable, Mapping
 from statistics import median
 
@@ -81,15 +87,13 @@ def spent_s(records: Iterable[Mapping], duets: Iterable[Mapping],
 def next_full_round(records: Iterable[Mapping], duets: Iterable[Mapping], every_slot: list,
                     time_budget_s: float, machine: str | None = None) -> dict:
     """A round below `repeats` under a time budget: every slot when the round's predicted time
-    (its processes at this machine's median cell process, plus the orchestrator's gap between
-    jobs) fits what the budget has left after every cell process and duet so far; else none,
-    with the processes and minutes the round would have taken (the report's "not reached")."""
+    (its processes at this machine's cost of a cell process, `cell_process_s`) fits what the
+    budget has left after every cell process and duet so far; else none, with the processes and
+    minutes the round would have taken (the report's "not reached")."""
     duets = [d for d in duets if machine is None or layout.base_machine(d["machine"]) == machine]
     mine = [r for r in records if machine is None or layout.base_machine(r["machine"]) == machine]
-    walls = sorted(float((r.get("provenance") or {}).get("cell_wall_s") or 0.0) for r in mine)
-    walls = [w for w in walls if w > 0]
-    gap = job_gap_s(duets, mine)
-    each = (walls[len(walls) // 2] if walls else 0.0) + gap
+    cost = cell_process_s(duets, mine)  # the cells' median, or (none ran) the duets' workers'
+    each = cost["seconds"] if math.isfinite(cost["seconds"]) else cost["job_gap_s"]
     spent = spent_s(mine, duets)
     left = max(0.0, float(time_budget_s) - spent)
     predicted = each * len(every_slot)
@@ -98,3 +102,75 @@ def next_full_round(records: Iterable[Mapping], duets: Iterable[Mapping], every_
                 "predicted_s": predicted}
     return {"cells": [], "spent_s": spent, "left_s": left, "predicted_s": predicted,
             "not_reached": {"processes": len(every_slot), "minutes": predicted / 60.0}}
+
+
+def _side_ready_s(ready: Mapping, worker: Mapping | None = None) -> float | None:
+    """A fresh worker's seconds before its first timed window: the import (a forked worker's
+    helper paid it once, supervise_duet.py's `workers`; a cell process pays it each time), build,
+    first call and warm-up."""
+    if not ready:
+        return None
+    imported = max(float(ready.get("import_s") or 0.0),
+                   float((worker or {}).get("helper_import_s") or 0.0))
+    return imported + sum(float(ready.get(k) or 0.0) for k in ("build_s", "first_call_s",
+                                                                "warmup_s"))
+
+
+def cell_process_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = (),
+                   sampling_s: float = 0.5) -> dict:
+    """This machine's cost of one cell process, in seconds, and where it comes from: the median wall
+    time of its cells where it has any, else the mean over its duets' sides of what a fresh
+    worker takes before timing plus `sampling_s` (config stop.budget_s), which undercounts a
+    fresh cell process (its interpreter's start is left out); the job gap on top."""
+    duets = [d for d in duets if d.get("status") == "ok"]
+    cells = list(cells)
+    gap = job_gap_s(duets, cells)
+    walls = [float((c.get("provenance") or {}).get("cell_wall_s") or 0) for c in cells]
+    walls = [w for w in walls if w > 0]
+    if walls:
+        return {"seconds": float(median(walls)) + gap, "source": "cells", "n": len(walls),
+                "job_gap_s": gap}
+    ready = [_side_ready_s((d.get("ready") or {}).get(side), (d.get("workers") or {}).get(side))
+             for d in duets for side in ("left", "right")]
+    ready = [r for r in ready if r is not None]
+    if not ready:
+        return {"seconds": math.nan, "source": "none", "n": 0, "job_gap_s": gap}
+    return {"seconds": sum(ready) / len(ready) + float(sampling_s) + gap, "source": "duets",
+            "n": len(ready), "job_gap_s": gap}
+
+
+def timing_files(machine: str, results: str = layout.RESULTS) -> tuple[list[dict], list[dict]]:
+    """(cell records, duet records) of `machine` (its base key; twins too) under `results`, as the
+    files are now: what round0_gate weighs. Unreadable files (one being written) are left out."""
+    base = layout.base_machine(machine)
+    found = []
+    for pattern in (f"{results}/cells/{glob.escape(base)}/*/*.json",
+                    f"{results}/cells/{glob.escape(layout.twin_key(base))}/*/*.json",
+                    f"{results}/duets/{glob.escape(base)}/*/*.json"):
+        for path in sorted(glob.glob(pattern)):
+            try:
+                with open(path) as handle:
+                    found.append((path, json.load(handle)))
+            except (OSError, ValueError):
+                continue
+    duets = os.sep + "duets" + os.sep
+    return ([r for p, r in found if duets not in os.sep + p],
+            [r for p, r in found if duets in os.sep + p])
+
+
+def round0_gate(cells: Iterable[Mapping], duets: Iterable[Mapping], time_budget_s: float,
+                sampling_s: float = 0.5, machine: str | None = None) -> dict | None:
+    """Whether a cell process of round 0 may start under the time budget: None when it would end
+    within it (what every cell process and duet so far spent, plus one cell process at this
+    machine's cost, `cell_process_s`), else what the cell's file records as not reached: the
+    budget, what was spent and the predicted cost of the process (the not_decided table sums
+    those into the minutes and the command that continue the run). Files of `machine` (its base
+    key: twins too), or of every machine."""
+    mine = lambda r: machine is None or layout.base_machine(r["machine"]) == machine  # noqa: E731
+    cells, duets = [c for c in cells if mine(c)], [d for d in duets if mine(d)]
+    cost = cell_process_s(duets, cells, sampling_s)
+    each = cost["seconds"] if math.isfinite(cost["seconds"]) else 0.0
+    spent = spent_s(cells, duets)
+    if spent + each <= float(time_budget_s):
+        return None
+    return {"time_budget_s": float(time_budget_s), "spent_s": spent, "cell_process": cost}

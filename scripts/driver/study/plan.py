@@ -307,8 +307,14 @@ class StudyPlan:
         return ordered, order.positions(ordered)
 
     def order_document(self, ordered, machine, rep):
-        """What results/rounds/<machine>/order<rep>.json records: the seed and the order."""
-        return order.plan_document(ordered, machine, self.reference_env, self.seed, rep)
+        """What results/rounds/<machine>/order<rep>.json records: the seed and the order; under
+        a time budget, round 0's also the budget, which its cells' supervisor reads
+        (budget.round0_gate): a new budget rewrites the file, so a cell not reached under the
+        old one runs again (rules/common.smk: cell_inputs) and a finished one does not."""
+        doc = order.plan_document(ordered, machine, self.reference_env, self.seed, rep)
+        if rep == 0 and self.time_budget_s is not None:
+            doc["time_budget_s"] = self.time_budget_s
+        return doc
 
     def order_files(self, machine, slots_of):
         """The order file of every round the study runs: the first `repeats`, then each extra

@@ -46,6 +46,16 @@ def write(path, record):
     write_json(str(path), record)
 
 
+def not_reached(path) -> bool:
+    """Whether the cell file at `path` is one that the time budget did not reach (its process was
+    never started: budget.round0_gate); False for a missing or unreadable file."""
+    try:
+        with open(path) as handle:
+            return bool(json.load(handle).get("not_reached"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 class CellFileError(ValueError):
     """A cell file that cannot be used; the message starts with the file's path."""
 

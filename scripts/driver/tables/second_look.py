@@ -8,10 +8,11 @@ covers the whole study after the env builds:
     available = time_budget_s - first look's duets - first rounds' cells (done, or reserved)
 
 where the checkpoint runs after round 0's cells (rules/bench.smk: with a budget they are its
-input), so they are counted as done and nothing is reserved. `cell_process_s`, the machine's cost
-of a cell process that the plan records, is its cells' median wall time; only where no cell has a
-wall time (every one failed) is it predicted from the duets' workers' import, build, first call
-and warm-up plus the sampling window, which undercounts a fresh cell process. The extra rounds of
+input), so they are counted as done and nothing is reserved. `cell_process_s`
+(driver/study/budget.py), the machine's cost of a cell process that the plan records, is its
+cells' median wall time; only where no cell has a wall time (every one failed or was not reached)
+is it predicted from the duets' workers' import, build, first call and warm-up plus the sampling
+window, which undercounts a fresh cell process. The extra rounds of
 cells (driver/study/budget.py) get what the second look leaves.
 
 A row still open after look 1 gets its second look (all `max_replicates` replicates, the design
@@ -25,46 +26,11 @@ chooses the same rows and then the ones this run left out.
 """
 import math
 from collections.abc import Iterable, Mapping
-from statistics import median
 
 from scipy import stats as sps
 
 from driver.stats.sequential import looks
-from driver.study.budget import job_gap_s
-
-
-def _side_ready_s(ready: Mapping, worker: Mapping | None = None) -> float | None:
-    """A fresh worker's seconds before its first timed window: the import (a forked worker's
-    helper paid it once, supervise_duet.py's `workers`; a cell process pays it each time), build,
-    first call and warm-up."""
-    if not ready:
-        return None
-    imported = max(float(ready.get("import_s") or 0.0),
-                   float((worker or {}).get("helper_import_s") or 0.0))
-    return imported + sum(float(ready.get(k) or 0.0) for k in ("build_s", "first_call_s",
-                                                                "warmup_s"))
-
-
-def cell_process_s(duets: Iterable[Mapping], cells: Iterable[Mapping] = (),
-                   sampling_s: float = 0.5) -> dict:
-    """This machine's cost of one cell process, in seconds, and where it comes from: the median wall
-    time of its cells where it has any, else the mean over its duets' sides of what a fresh
-    worker takes before timing plus `sampling_s` (config stop.budget_s); the job gap on top."""
-    duets = [d for d in duets if d.get("status") == "ok"]
-    cells = list(cells)
-    gap = job_gap_s(duets, cells)
-    walls = [float((c.get("provenance") or {}).get("cell_wall_s") or 0) for c in cells]
-    walls = [w for w in walls if w > 0]
-    if walls:
-        return {"seconds": float(median(walls)) + gap, "source": "cells", "n": len(walls),
-                "job_gap_s": gap}
-    ready = [_side_ready_s((d.get("ready") or {}).get(side), (d.get("workers") or {}).get(side))
-             for d in duets for side in ("left", "right")]
-    ready = [r for r in ready if r is not None]
-    if not ready:
-        return {"seconds": math.nan, "source": "none", "n": 0, "job_gap_s": gap}
-    return {"seconds": sum(ready) / len(ready) + float(sampling_s) + gap, "source": "duets",
-            "n": len(ready), "job_gap_s": gap}
+from driver.study.budget import cell_process_s  # noqa: F401 (plan_duets.py calls it here)
 
 
 def decide_chance(mean: float, sd: float, n1: int, n2: int, alpha: float, margin: float,

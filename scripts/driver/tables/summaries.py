@@ -95,7 +95,9 @@ def guidance_table(cells: pd.DataFrame, scope: str = "study") -> pd.DataFrame:
     ok = ok.assign(_task=[task(a) for a in ok["api"]])
     if scope not in SCOPES:
         raise ValueError(f"guidance scope {scope!r}: one of {', '.join(SCOPES)}")
-    ok = ok[[in_scope(r, scope) for r in ok.to_dict("records")]]
+    # a boolean Series: an empty list would select no columns, not no rows (every cell skipped)
+    ok = ok[pd.Series([in_scope(r, scope) for r in ok.to_dict("records")], index=ok.index,
+                      dtype=bool)]
     for _, group in ok.groupby(["machine", "model", "data", "_task"], sort=False):
         fastest = group.loc[group["median_s"].idxmin()]
         for rec in group.to_dict("records"):

@@ -28,6 +28,8 @@ def test_one_sentence_per_machine_from_its_own_rows():
             row("amd-epyc-2c-aaaa", "tf2.2", NOT_REACHED, 2.0, 6, cmd),
             row("amd-epyc-2c-aaaa", "tf2.3", STILL_OPEN, 4.0, 30),
             row("intel-xeon-2c-bbbb", "tf2.4", STILL_OPEN, math.nan, None),
+            dict(row("intel-xeon-2c-bbbb", None, NOT_REACHED, 1.6, 21), paired_table="cells",
+                 cell_id="round 0"),
             dict(row("intel-xeon-2c-bbbb", None, NOT_REACHED, 8.4, 159), paired_table="cells",
                  cell_id="round 1")]
     data = Data(tables={"not_decided": pd.DataFrame(rows, columns=COLUMNS),
@@ -44,9 +46,10 @@ def test_one_sentence_per_machine_from_its_own_rows():
     assert amd["commands"] == [cmd] and len(amd["rows"]) == 3
     # the cells' round not run is said apart, never counted as a paired row
     assert intel["sentence"] == ("On the 2-core Intel Xeon, 1 paired row is undecided: 1 still "
-                                 "open after their second look. The cells' round 1 did not fit "
-                                 "either (159 processes, about 8 min).")
-    assert intel["commands"] == [] and len(intel["rows"]) == 2
+                                 "open after their second look. The cells' 21 processes of "
+                                 "round 0, round 1 (159 processes) did not fit either (about 10 "
+                                 "min).")
+    assert intel["commands"] == [] and len(intel["rows"]) == 3
 
 
 def test_a_run_with_every_row_decided_says_so():

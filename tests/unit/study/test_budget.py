@@ -53,3 +53,58 @@ def test_a_budgeted_round_runs_whole_while_it_fits_else_not_at_all():
     # another machine's files do not count
     other = [dict(c, machine="x") for c in cells]
     assert next_full_round(cells + other, duets, slots, 115.0, "m")["cells"] == slots
+
+
+def duet(i, wall=6.0, ready=None):
+    return {"machine": "m", "status": "ok", "wall_s": wall, "kind": "duet",
+            "started_utc": f"2026-11-28T10:00:{7 * i:02d}",  # 1 s after the one before
+            "ready": {"left": ready or {}, "right": ready or {}}}
+
+
+def test_round0_starts_a_process_only_while_it_fits():
+    """Round 0 under a budget (budget.round0_gate): a cell process starts when what was spent
+    plus one process at this machine's cost ends within the budget; else the file says what was
+    spent and the process' cost, and nothing starts."""
+    from driver.study.budget import round0_gate
+
+    duets = [duet(i) for i in range(5)]  # 5 x (6 s + 1 s gap) = 35 s
+    cells = [{"machine": "m", "repeat": 0, "provenance": {"cell_wall_s": 3.0},
+              "started_utc": f"2026-11-28T10:01:{4 * i:02d}"} for i in range(3)]  # 3 x 4 s
+    # spent 47 s; a process: the cells' median 3 s + the 1 s gap
+    assert round0_gate(cells, duets, 51.0, machine="m") is None
+    late = round0_gate(cells, duets, 50.9, machine="m")
+    assert late["spent_s"] == 47.0 and late["time_budget_s"] == 50.9
+    assert late["cell_process"]["seconds"] == 4.0 and late["cell_process"]["source"] == "cells"
+    # another machine's files do not count, twins do
+    others = [dict(c, machine="x") for c in cells] + [dict(d, machine="x") for d in duets]
+    assert round0_gate(cells + others, duets + others, 51.0, machine="m") is None
+    assert round0_gate(cells + others, duets + others, 51.0) is not None
+    twins = [dict(c, machine="m.twin") for c in cells]
+    assert round0_gate(cells + twins, duets, 51.0, machine="m")["spent_s"] == 59.0
+    # before any cell: the duets' workers predict a process (ready 1.5 s + sampling 0.5 + gap)
+    ready = {"import_s": 1.0, "build_s": 0.2, "first_call_s": 0.2, "warmup_s": 0.1}
+    duets = [duet(i, ready=ready) for i in range(5)]
+    assert round0_gate([], duets, 38.0) is None
+    first = round0_gate([], duets, 37.9)
+    assert first["cell_process"]["source"] == "duets" and first["cell_process"]["seconds"] == 3.0
+
+
+def test_the_gate_reads_this_machines_files_as_they_are(tmp_path):
+    """budget.timing_files: the machine's cells, its twins' and its duets, nothing else; a file
+    being written (unreadable) is left out."""
+    import json
+
+    from driver.study.budget import timing_files
+
+    def put(rel, doc):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
+    put("cells/m/tf2.0/a.r0.json", {"machine": "m", "n": 1})
+    put("cells/m.twin/tf2.0/a.r0.json", {"machine": "m.twin", "n": 2})
+    put("cells/x/tf2.0/a.r0.json", {"machine": "x", "n": 3})
+    put("duets/m/tf2.0/a.r0.json", {"machine": "m", "n": 4})
+    put("duets/m/tf2.0/b.r0.json", '{"machine": "m", "n": ')
+    cells, duets = timing_files("m", results=str(tmp_path))
+    assert sorted(c["n"] for c in cells) == [1, 2] and [d["n"] for d in duets] == [4]

@@ -129,6 +129,36 @@ def test_not_decided_lists_not_reached_and_open_rows_with_what_would_decide_them
     assert table.loc["tf2.2", "replicates"] == max(0, need - 10)
 
 
+def test_round0_cells_not_reached_are_one_round_of_the_plans(tmp_path, monkeypatch):
+    """Round 0's processes the budget did not reach (their cell files: skipped, not_reached, with
+    the cost of the process not started; twins too) are listed as the cells' round 0, their
+    minutes summed into the continuation; a finished or failed cell is not."""
+    import json
+
+    from driver.tables.not_decided import read_plans
+
+    monkeypatch.chdir(tmp_path)
+
+    def put(key, name, **doc):
+        path = tmp_path / "results" / "cells" / key / "tf2.0" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc))
+
+    late = {"status": "skipped", "not_reached": True,
+            "time_budget": {"cell_process": {"seconds": 6.0}}}
+    put("m", "a.r0.json", **late)
+    put("m.twin", "a.r0.json", **late)
+    put("m", "b.r0.json", status="ok")
+    put("m", "c.r0.json", status="failed")
+    put("m", "a.r1.json", **late)  # a later round is planned whole, never cut (plan files)
+    plans = read_plans(["m", "other"])
+    assert plans == {"m": {"rounds": [{"round": 0, "processes": 2, "minutes": 0.2}]}}
+    plans["m"]["budget"] = {"time_budget_s": 3000.0}
+    table = not_decided_table({}, plans)
+    assert list(table.cell_id) == ["round 0"] and list(table.replicates) == [2]
+    assert list(table.command) == ['make study ARGS="--config time_budget_min=51"']
+
+
 def test_a_release_brings_both_its_rows_and_a_shared_row_is_paid_once():
     costs = {("tf2.1", "c"): 30.0, ("tf2.2", "c"): 30.0, ("tf2.3", "c"): 30.0}
     own = {"env": "tf2.2", "cell_id": "c", "family": "duets", "chance": 0.9,

@@ -22,6 +22,18 @@ def test_every_table_written_even_empty(seed_case):
     assert "left_median_s" in pd.read_csv(tables["gpu_vs_cpu"]).columns
 
 
+def test_a_study_whose_every_cell_was_skipped_still_tabulates(tmp_path):
+    """A run whose time budget reached none of round 0's cells (every one skipped, not reached,
+    driver/study/budget.py: round0_gate): every table is written, the cells' table lists them;
+    an empty selection of rows once selected no columns and the guidance table failed."""
+    files = [write_cell(tmp_path / "cells", env, status="skipped", reason="not reached: ...",
+                        mode=mode) for env in ("tf1.14", "tf2.21") for mode in ("graph", "eager")]
+    frames, out, tables = run(tmp_path, [str(f) for f in files])
+    assert all(path.exists() for path in tables.values())
+    assert list(frames["cells"]["status"]) == ["skipped"] * 4
+    assert frames["guidance"].empty
+
+
 def test_workbook(grid_case):
     path = grid_case[1] / "study.xlsx"
     book = openpyxl.load_workbook(path)

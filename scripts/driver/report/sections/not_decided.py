@@ -24,10 +24,12 @@ def sentence(name: str, rows: list[dict]) -> str:
     still = [r for r in rows if r.get("state") == STILL_OPEN]
     cells = ""
     if rounds:
-        cells = (" The cells' %s did not fit either (%d processes, about %.0f min)."
-                 % (", ".join(text(r.get("cell_id")) for r in rounds),
-                    sum(int(r["replicates"]) for r in rounds),
-                    sum(float(r["minutes"]) for r in rounds)))
+        # round 0 runs while it fits, process by process; a later round whole or not at all
+        said = [("%d processes of round 0" if text(r.get("cell_id")) == "round 0" else
+                 text(r.get("cell_id")) + " (%d processes)") % int(r["replicates"])
+                for r in rounds]
+        cells = (" The cells' %s did not fit either (about %.0f min)."
+                 % (", ".join(said), sum(float(r["minutes"]) for r in rounds)))
     if releases:
         late = sum(r.get("state") == NOT_REACHED for r in releases)
         said = [f"{late} not reached"] if late else []
