@@ -36,6 +36,24 @@ def test_duets_count_against_the_time_budget():
     assert budget.duets_s(duets) == 1050.0
 
 
+def test_the_extra_rounds_count_the_gaps_as_the_other_planners_do():
+    """What the extra rounds get is what `spent_s` leaves (walls and the job gap after each), the
+    measure of the second look's and the later rounds' plans: a run whose round 1 found 27 s left
+    once gave the allocation 190 s, the gaps left out (intel-xeon-2c-7192096f, 2026-11-29)."""
+    from driver.study.budget import extra_budget_s, next_full_round, spent_s
+
+    cells = [{"machine": "m", "repeat": 0, "provenance": {"cell_wall_s": 3.0},
+              "started_utc": f"2026-11-28T10:01:{4 * i:02d}"} for i in range(10)]  # gap 1 s
+    duets = [{"machine": "m", "status": "ok", "wall_s": 6.0,
+              "started_utc": f"2026-11-28T10:00:{7 * i:02d}"} for i in range(5)]
+    assert spent_s(cells, duets, "m") == 75.0  # 10 x (3 + 1) + 5 x (6 + 1); walls alone 60
+    assert extra_budget_s(cells, 1, 120.0, 100.0, "m", duets=duets) == 25.0
+    later = [dict(c, repeat=1) for c in cells]  # the extra rounds' own cells are not counted
+    assert extra_budget_s(cells + later, 1, 120.0, 100.0, "m", duets=duets) == 25.0
+    left = next_full_round(cells, duets, [["tf1.14", "c"]], 100.0, "m")["left_s"]
+    assert left == 25.0
+
+
 def test_a_budgeted_round_runs_whole_while_it_fits_else_not_at_all():
     from driver.study.budget import next_full_round
 
