@@ -29,14 +29,6 @@ from statistics import median
 from driver.study import layout
 
 
-def first_rounds_s(records: Iterable[Mapping], repeats: int, machine: str | None = None) -> float:
-    """Seconds of cell processes (their wall time, twins included) in rounds 0 .. repeats-1, of
-    `machine` (its base key) or of every machine."""
-    return float(sum((r.get("provenance") or {}).get("cell_wall_s") or 0.0 for r in records
-                     if r["repeat"] < repeats
-                     and (machine is None or layout.base_machine(r["machine"]) == machine)))
-
-
 def duets_s(duets: Iterable[Mapping], machine: str | None = None) -> float:
     """Seconds of duets (their wall time, failed ones too), of `machine` or of every machine."""
     return float(sum(d.get("wall_s") or 0.0 for d in duets

@@ -1,6 +1,6 @@
 """The study's time budget (driver/study/budget.py): the extra rounds get what the first rounds
 left of it; allocation.budget_s alone without one; nothing when allocation is off."""
-from driver.study.budget import extra_budget_s, first_rounds_s
+from driver.study.budget import extra_budget_s
 
 
 def rec(machine, repeat, wall):
@@ -11,13 +11,10 @@ RECORDS = [rec("m", 0, 5.0), rec("m", 1, 6.0), rec("m.twin", 0, 4.0), rec("m", 2
            rec("other", 0, 100.0), {"machine": "m", "repeat": 0, "provenance": {}}]
 
 
-def test_first_rounds_count_twins_and_only_this_machine():
-    assert first_rounds_s(RECORDS, 2, "m") == 15.0
-    assert first_rounds_s(RECORDS, 2) == 115.0
-
-
 def test_the_extra_rounds_get_what_the_first_rounds_left():
+    """The first `repeats` rounds count, twins too, and only this machine's (or every one's)."""
     assert extra_budget_s(RECORDS, 2, 120, 60.0, "m") == 45.0
+    assert extra_budget_s(RECORDS, 2, 120, 200.0) == 85.0
     assert extra_budget_s(RECORDS, 2, 120, 10.0, "m") == 0.0  # a slow machine: no extra rounds
     assert extra_budget_s(RECORDS, 2, 120, None, "m") == 120.0  # no time budget: as before
     assert extra_budget_s(RECORDS, 2, 0, 3600.0, "m") == 0.0  # allocation off
