@@ -133,9 +133,14 @@ def plan_next_round(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], rec
 
 def stop_reasons(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], records,
                  repeats: int, max_repeats: int, budget_s: float, margin: float = 0.10,
-                 alpha_equivalence: float = 0.05, scores: Mapping | None = None) -> dict:
+                 alpha_equivalence: float = 0.05, scores: Mapping | None = None,
+                 allocated: bool | None = None) -> dict:
     """(machine, env, cell_id) -> why a cell gets no more processes (SETTLED, TOO_WIDE,
-    MAX_REPEATS, BUDGET, NOT_ALLOCATED), or None while it still may get one."""
+    MAX_REPEATS, BUDGET, NOT_ALLOCATED), or None while it still may get one. `allocated`: whether
+    the study allocates extra rounds at all (config allocation.budget_s > 0); by default, whether
+    `budget_s` is above 0. With it given, a budget of 0 is one the time budget used up (BUDGET),
+    not an allocation turned off."""
+    allocated = budget_s > 0 if allocated is None else allocated
     still_open = open_cells(tables, margin, alpha_equivalence, max_repeats) \
         if scores is None else scores
     left = budget_s - spent_extra_s(records, repeats)
@@ -146,11 +151,11 @@ def stop_reasons(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], record
             out[key] = SETTLED
         elif still_open[key] == _TOO_WIDE:
             out[key] = TOO_WIDE
-        elif budget_s <= 0 or max_repeats <= repeats:
+        elif not allocated or max_repeats <= repeats:
             out[key] = NOT_ALLOCATED
         elif rec["n_repeats"] >= max_repeats:
             out[key] = MAX_REPEATS
-        elif float(rec.get("process_wall_s") or 0.0) > left:
+        elif budget_s <= 0 or float(rec.get("process_wall_s") or 0.0) > left:
             out[key] = BUDGET
         else:
             out[key] = None

@@ -61,15 +61,18 @@ def test_cells_say_why_they_got_no_more(tmp_path):
              *write_processes(root, "tf2.3", 0.0104, spread=0.05, mode="eager",
                               orthogonal=True)]
 
-    def why(repeats, max_repeats, budget_s, files=files):
+    def why(repeats, max_repeats, budget_s, files=files, time_budget_s=None):
         cells = tab.tabulate(files, "tf1.14", 0.1, 0.95, allocation={
-            "repeats": repeats, "max_repeats": max_repeats, "budget_s": budget_s})["cells"]
+            "repeats": repeats, "max_repeats": max_repeats, "budget_s": budget_s,
+            "time_budget_s": time_budget_s})["cells"]
         return cells.set_index("env")["allocation"]
 
     assert set(why(2, 3, 100).loc["tf2.2"]) == {"settled"}
     assert set(why(2, 3, 100).loc["tf2.3"]) == {"max_repeats"}  # 3 processes of 3
     assert set(why(3, 8, 5).loc["tf2.3"]) == {"budget"}  # a process costs 9.5 s
     assert set(why(3, 8, 0).loc["tf2.3"]) == {"off"}
+    # allocation on, but a time budget the first rounds used up: the budget, not "off"
+    assert set(why(3, 8, 100, time_budget_s=1.0).loc["tf2.3"]) == {"budget"}
     wide = [*files[:18], *write_processes(root, "tf2.3", 0.010, spread=0.4, mode="graph"),
             *write_processes(root, "tf2.3", 0.0104, spread=0.4, mode="eager", orthogonal=True)]
     assert set(why(3, 8, 100, wide).loc["tf2.3"]) == {"too_wide"}
