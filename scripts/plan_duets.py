@@ -22,7 +22,7 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 
-from driver.study.budget import spent_s  # noqa: E402
+from driver.study.budget import cell_process_s, spent_s  # noqa: E402
 from driver.tables import second_look  # noqa: E402
 from driver.tables.duets import load as load_duets  # noqa: E402
 from tfspeed.atomic import write_text  # noqa: E402
@@ -38,7 +38,7 @@ if p.time_budget_s is not None:
         if os.path.exists(path):
             with open(path) as handle:
                 cells.append(json.load(handle))
-    cost = second_look.cell_process_s(records, cells, sampling_s=p.sampling_s)
+    cost = cell_process_s(records, cells, sampling_s=p.sampling_s)
     gap = cost["job_gap_s"]
     spent = spent_s(cells, records)  # the first look's duets and round 0's cells done
     reserved = (len(p.first_round_cells) - len(cells)) * cost["seconds"]

@@ -76,7 +76,7 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
         tables["duets"], q=q, min_effect=min_effect, alpha_equivalence=alpha_equivalence)
     duet_machines = {layout.base_machine(d["machine"]) for d in duet_records}
     tables["not_decided"] = not_decided_table(
-        tables, read_plans(duet_machines), min_effect=min_effect,
+        tables, read_plans(duet_machines, records), min_effect=min_effect,
         alpha_equivalence=alpha_equivalence, q=q,
         spent={m: spent_s(records, duet_records, m) for m in duet_machines})
     if allocation and not cells.empty:

@@ -4,7 +4,7 @@ Two kinds of row, per machine (docs/design.md "One budget"):
 - `not reached`: a paired row open after the first look whose second look did not fit the
   time budget (scripts/plan_duets.py lists them), or a round of the cells that did not fit
   (paired_table "cells", cell_id "round r", scripts/plan_round.py; for round 0, the processes
-  the budget did not reach, each one's cell file); `replicates` and `minutes`
+  the budget did not reach, from their cell records); `replicates` and `minutes`
   are what that look (or round) costs at this run's measured times, and `command` is the run's
   continuation: the same study with the budget plus every not-reached row's minutes (finished
   duets and cells are kept);
@@ -58,36 +58,30 @@ def replicates_to_decide(mean: float, sd: float, margin: float, alpha: float = 0
     return int(n) if n <= cap else None
 
 
-def _round0_not_reached(machine: str) -> list[dict]:
-    """Round 0's cell processes (twins too) that the time budget did not reach, as one round
-    (supervise_cell.py writes each as skipped and `not_reached`, with the cost of the process it
-    did not start): [] when none."""
-    late = []
-    for key in (machine, layout.twin_key(machine)):
-        for path in sorted(Path(layout.CELLS, key).glob("*/*.r0.json")):
-            try:
-                rec = json.loads(path.read_text())
-            except ValueError:
-                continue
-            if rec.get("not_reached"):
-                late.append(((rec.get("time_budget") or {}).get("cell_process") or {})
-                            .get("seconds"))
+def _round0_not_reached(machine: str, records: Iterable[Mapping]) -> list[dict]:
+    """Round 0's cell processes of `machine` (twins too) that the time budget did not reach, as
+    one round (supervise_cell.py writes each as skipped and `not_reached`, with the cost of the
+    process it did not start): [] when none."""
+    late = [((r.get("time_budget") or {}).get("cell_process") or {}).get("seconds")
+            for r in records if r.get("not_reached") and r.get("repeat") == 0
+            and layout.base_machine(r["machine"]) == machine]
     if not late:
         return []
     seconds = [float(s) for s in late if s is not None and math.isfinite(float(s))]
     return [{"round": 0, "processes": len(late), "minutes": sum(seconds) / 60.0}]
 
 
-def read_plans(machines: Iterable[str]) -> dict:
+def read_plans(machines: Iterable[str], records: Iterable[Mapping] = ()) -> dict:
     """Each machine's second-look plan (results/duet_plans/<machine>.json), where it exists, with
-    `rounds`: its cells' rounds that were not reached, round 0's processes the budget did not
-    reach (their cell files) and the later rounds' plans (results/rounds/<machine>/)."""
+    `rounds`: its cells' rounds that were not reached: round 0's processes the budget did not
+    reach (among the cell `records`) and the later rounds' plans (results/rounds/<machine>/)."""
+    records = list(records)
     plans = {}
     for machine in machines:
         path = Path(layout.DUET_PLAN_PATTERN.format(machine=machine))
         if path.exists():
             plans[machine] = json.loads(path.read_text())
-        rounds = _round0_not_reached(machine)
+        rounds = _round0_not_reached(machine, records)
         for found in sorted(Path(layout.PLAN_PATTERN.format(machine=machine, rep=0)).parent
                             .glob("round*.json")):
             plan = json.loads(found.read_text())

@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping
 from scipy import stats as sps
 
 from driver.stats.sequential import looks
-from driver.study.budget import cell_process_s  # noqa: F401 (plan_duets.py calls it here)
 
 
 def decide_chance(mean: float, sd: float, n1: int, n2: int, alpha: float, margin: float,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driver.study.budget import job_gap_s
+from driver.study.budget import cell_process_s, job_gap_s
 from driver.tables import duets as duet_tables
 from driver.tables import second_look
 from driver.tables.not_decided import NOT_REACHED, STILL_OPEN, not_decided_table
@@ -84,19 +84,19 @@ def test_cell_process_cost_from_cells_else_from_duets():
     # a pause (a checkpoint, the end of one run and a continuation's start) is not a job's gap
     paused = duets + [dict(duets[0], started_utc="2026-11-28T10:01:20")]
     assert job_gap_s(paused) == pytest.approx(2.0)
-    from_duets = second_look.cell_process_s(duets, [], sampling_s=0.5)
+    from_duets = cell_process_s(duets, [], sampling_s=0.5)
     assert from_duets["source"] == "duets"
     assert from_duets["job_gap_s"] == pytest.approx(2.0)  # starts 10 s apart, 8 s each
     assert from_duets["seconds"] == pytest.approx(2.8 + 0.5 + 2.0)
     cells = [{"provenance": {"cell_wall_s": w}} for w in (3.0, 4.0, 5.0)]
-    from_cells = second_look.cell_process_s(duets, cells)
+    from_cells = cell_process_s(duets, cells)
     assert from_cells["source"] == "cells" and from_cells["seconds"] == pytest.approx(4.0 + 2.0)
     # a forked worker's import was paid by its helper: counted, as a cell pays it each time
     forked = [dict(d, ready={s: {"build_s": 0.1, "first_call_s": 0.3, "warmup_s": 0.4}
                              for s in ("left", "right")},
                    workers={s: {"forked": True, "helper_import_s": 2.0}
                             for s in ("left", "right")}) for d in duets]
-    assert second_look.cell_process_s(forked, [])["seconds"] == pytest.approx(5.3)
+    assert cell_process_s(forked, [])["seconds"] == pytest.approx(5.3)
 
 
 def table_row(env, verdict, n, n_max, log_ratio, sd):
@@ -130,28 +130,20 @@ def test_not_decided_lists_not_reached_and_open_rows_with_what_would_decide_them
 
 
 def test_round0_cells_not_reached_are_one_round_of_the_plans(tmp_path, monkeypatch):
-    """Round 0's processes the budget did not reach (their cell files: skipped, not_reached, with
+    """Round 0's processes the budget did not reach (cell records: skipped, not_reached, with
     the cost of the process not started; twins too) are listed as the cells' round 0, their
-    minutes summed into the continuation; a finished or failed cell is not."""
-    import json
-
+    minutes summed into the continuation; a finished or failed cell, another machine's, or a
+    later round's (planned whole, never cut) is not."""
     from driver.tables.not_decided import read_plans
 
-    monkeypatch.chdir(tmp_path)
-
-    def put(key, name, **doc):
-        path = tmp_path / "results" / "cells" / key / "tf2.0" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc))
-
-    late = {"status": "skipped", "not_reached": True,
+    monkeypatch.chdir(tmp_path)  # no plan files here
+    late = {"status": "skipped", "not_reached": True, "repeat": 0,
             "time_budget": {"cell_process": {"seconds": 6.0}}}
-    put("m", "a.r0.json", **late)
-    put("m.twin", "a.r0.json", **late)
-    put("m", "b.r0.json", status="ok")
-    put("m", "c.r0.json", status="failed")
-    put("m", "a.r1.json", **late)  # a later round is planned whole, never cut (plan files)
-    plans = read_plans(["m", "other"])
+    records = [dict(late, machine="m"), dict(late, machine="m.twin"),
+               {"status": "ok", "repeat": 0, "machine": "m"},
+               {"status": "failed", "repeat": 0, "machine": "m"},
+               dict(late, machine="x"), dict(late, machine="m", repeat=1)]
+    plans = read_plans(["m", "other"], records)
     assert plans == {"m": {"rounds": [{"round": 0, "processes": 2, "minutes": 0.2}]}}
     plans["m"]["budget"] = {"time_budget_s": 3000.0}
     table = not_decided_table({}, plans)
