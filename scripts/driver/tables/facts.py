@@ -114,7 +114,8 @@ def process_failures(recs: list[dict], paths: Sequence[str]) -> list[dict]:
         items.append({"status": status, "machine": text(rec.get("machine")),
                       "env": text(rec.get("env")), "cell": cell_key(rec)[2],
                       "repeat": text(rec.get("repeat")), "reason": text(rec.get("reason")),
-                      "log_tail": text(rec.get("log_tail")), "path": str(path)})
+                      "log_tail": text(rec.get("log_tail")), "path": str(path),
+                      "not_reached": bool(rec.get("not_reached"))})
     return items
 
 

@@ -213,3 +213,19 @@ def test_columns_with_one_value_are_said_once():
     assert out["constant"] == [("machine", "m1", "machine")]
     one = fold_constants({**t, "rows": t["rows"][:1]})  # one row: nothing to fold
     assert one["columns"] == t["columns"] and one["constant"] == []
+
+
+@pytest.mark.parametrize("reached", [True, False])
+def test_failures_explain_not_reached_only_where_a_cell_was(reached):
+    """The sentence on cells the time budget did not reach shows only where one is listed."""
+    from driver.report.sections.failures import failures_view
+    item = {"status": "skipped", "machine": "m1", "env": "tf2.0",
+            "cell": "small-small.keras.eager.fit.numpy.cpu", "repeat": "0",
+            "reason": "not reached" if not reached else "impossible", "log_tail": "",
+            "path": "", "not_reached": not reached}
+    view = failures_view(pd.DataFrame({"machine": ["m1"]}), [item])
+    html = _macro_env(True).get_template("sections/_failures.html.j2").render(
+        failures=view, errors={})
+    assert view["not_reached"] is (not reached)
+    assert ("or was not reached" in html) is (not reached)
+    assert "The study went on without them." in html

@@ -30,6 +30,7 @@ def failures_view(cells, failures: list[dict]) -> dict:
         layout.base_machine(text(m)) for m in (cells["machine"] if "machine" in cells else [])}
     return {"entries": items, "groups": groups, "counts": counts, "cell_counts": cell_counts,
             "several_machines": len(machines - {""}) > 1,
+            "not_reached": any(it.get("not_reached") for it in items),
             "problems": [], "same_function": same_function_view(cells)}
 
 
