@@ -59,7 +59,8 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
           and stderr), in a session of its own; its first line is `@@tfspeed forked` with its
           pid and this helper's facts
       {"op": "status", "pid": n}   whether that child has exited, and its exit status
-      {"op": "ping"}               this helper's facts
+      {"op": "ping"}               this helper's facts, its children so far and the seconds
+                                   since it last forked (or started); not a use of it
       {"op": "exit"}               exit now
     Exits when idle (no request and no live child) for `idle_s`, when asked, or when `owner`
     (the Snakemake process, "PID:START") is gone. Children are reaped as they exit (SIGCHLD); a
@@ -70,7 +71,7 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
     facts = {"helper_pid": os.getpid(), "helper_import_s": import_s, "framework": framework,
              "address": address, "owner": owner, "idle_s": idle_s}
     live, exited = set(), {}
-    state = {"children": 0, "last": time.monotonic()}
+    state = {"children": 0, "last": time.monotonic(), "forked": time.monotonic()}
 
     def reap(*_):
         while True:
@@ -103,12 +104,14 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
             conn, _ = server.accept()
         except (socket.timeout, InterruptedError):
             continue
-        state["last"] = time.monotonic()
         try:
             conn.settimeout(10)
             request = json.loads(read_line(conn).decode() or "{}")
             op = request.get("op")
+            if op != "ping":  # a ping (another duet looking for room) is not a use
+                state["last"] = time.monotonic()
             if op == "fork":
+                state["forked"] = time.monotonic()
                 before = state["children"]
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -125,8 +128,9 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
                 conn.sendall((json.dumps({"exited": pid in exited, "code": exited.get(pid),
                                           "live": pid in live}) + "\n").encode())
             elif op == "ping":
-                conn.sendall((json.dumps(dict(facts, children=state["children"],
-                                              live=len(live))) + "\n").encode())
+                conn.sendall((json.dumps(dict(
+                    facts, children=state["children"], live=len(live),
+                    since_fork_s=time.monotonic() - state["forked"])) + "\n").encode())
             elif op == "exit":
                 conn.sendall(b'{"exiting": true}\n')
                 conn.close()

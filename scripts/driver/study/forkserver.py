@@ -9,16 +9,17 @@ state (`make measure-fork`; its dated note is cited in docs/design.md), so duets
 replicates; each duet file says per side whether its worker was forked, by which helper, and how
 many children that helper had forked before.
 
-One helper per env build and environment (the key: the env's Python, run_cell.py, the framework
-and the environment but its temp folder), per machine, and per generation where the side's
-environment names one (GENERATION, config duets.renew_helpers: a replicate round and mode, so
-that the reference env's helper, whose state every row of a round shares, is a new process every
-round; the first side of a round asks the earlier rounds' helpers of that key to exit). Its
-facts file and log lie in the machine's helpers folder (helpers_dir), its socket is named after
-both. A helper exits when idle, when its owner (the Snakemake process) is gone, or when asked:
-supervise_cell.py asks every helper of the machine to exit before a cell times (stop_helpers),
-so no helper holds memory then. If a helper cannot start or fork, the worker is a fresh process
-and the file says why (`fallback`).
+One helper per env build and environment (the key: the env's Python, run_cell.py, the framework and
+the environment but its temp folder), per machine, and per generation where the side's environment
+names one (GENERATION, config duets.renew_helpers: a replicate round and mode, so that the
+reference env's helper, whose state every row of a round shares, is a new process every round; the
+first side of a round asks the earlier rounds' helpers of that key to exit). Its facts file and log
+lie in the machine's helpers folder (helpers_dir), its socket is named after both. A helper exits
+when idle (IDLE_S), when its owner (the Snakemake process) is gone, or when asked:
+supervise_cell.py asks every helper of the machine to exit before a cell times (stop_helpers), so
+no helper holds memory then, and a spawner about to start a helper first asks the least recently
+used ones to exit while memory is short (ForkSpawner.make_room). If a helper cannot start or fork,
+the worker is a fresh process and the file says why (`fallback`).
 """
 import glob
 import hashlib
@@ -34,7 +35,15 @@ from tfspeed.forkhelper import read_line
 
 VOLATILE = ("TMPDIR", "TEMP", "TMP")  # a duet's own scratch folder: set per child, not per helper
 GENERATION = "TFSPEED_HELPER_GENERATION"  # a helper per generation (duets.renew_helpers)
-IDLE_S = 120.0
+# A helper outlives the gaps between its env's duets: an env's rows come once a replicate round,
+# and a round of the default's first look takes minutes, so with a two-minute idle limit most
+# envs' helpers were started again every round (each start an import inside a duet's wall).
+IDLE_S = 1200.0
+# Helpers sleep without CPU but hold memory: before a new one starts, the helpers used longest
+# ago exit while the machine's available memory is under this share of its total (at least
+# RESERVE_MIN_MB), so that a machine with little memory keeps fewer of them.
+RESERVE_SHARE = 0.25
+RESERVE_MIN_MB = 2048.0
 
 
 class ForkError(RuntimeError):
@@ -177,6 +186,23 @@ def stop_helpers(folder, wait_s=5.0, pattern="*", keep=""):
     return stopped
 
 
+def memory_mb():
+    """(available, total) memory of the machine in MB, from /proc/meminfo; None where it cannot
+    be read."""
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        return (float(fields["MemAvailable"].split()[0]) / 1024,
+                float(fields["MemTotal"].split()[0]) / 1024)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+
+
+def reserve_mb(total_mb):
+    """The memory a spawner leaves free before it starts a helper."""
+    return max(RESERVE_MIN_MB, RESERVE_SHARE * total_mb)
+
+
 def _is_helper(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as handle:
@@ -263,8 +289,11 @@ class ForkSpawner(object):
     found or started first (one per key, per machine folder); a fresh worker where that fails,
     its `origin` saying why."""
 
-    def __init__(self, folder, owner=None, idle_s=IDLE_S, start_timeout_s=300.0):
+    def __init__(self, folder, owner=None, idle_s=IDLE_S, start_timeout_s=300.0,
+                 reserve=reserve_mb):
         self.folder, self.idle_s, self.start_timeout_s = folder, idle_s, start_timeout_s
+        self.reserve = reserve  # total MB -> MB to leave free (reserve_mb)
+        self.needed = set()  # the keys this spawner's duet uses: never asked to make room
         self.owner = owner or snakemake_owner()
         self.helpers = {}  # key -> the helper's facts, or the error that kept it from running
         self.pending = {}  # key -> (Popen, log handle, started)
@@ -287,6 +316,7 @@ class ForkSpawner(object):
             base, rnd = key.split("-g")[0], key.split("-g")[1].split("-")[0]
             self.retired += stop_helpers(self.folder, pattern=base + "-g*",
                                          keep="%s-g%s-" % (base, rnd))
+        self.make_room()
         henv = dict(env)
         henv.update(TMPDIR=self.folder, TEMP=self.folder, TMP=self.folder)
         log = open(os.path.join(self.folder, key + ".log"), "ab")
@@ -303,6 +333,32 @@ class ForkSpawner(object):
             self.helpers[key] = ForkError("cannot start the helper: %s" % exc)
             return
         self.pending[key] = (proc, log, time.monotonic())
+
+    def make_room(self):
+        """While the machine's available memory is under the reserve, ask the folder's helper
+        that forked longest ago (none this spawner's duet uses) to exit. Returns their pids."""
+        stopped = []
+        while True:
+            mem = memory_mb()
+            if mem is None or mem[0] >= self.reserve(mem[1]):
+                return stopped
+            idle = []
+            for info in glob.glob(os.path.join(self.folder, "*.json")):
+                key = os.path.basename(info)[:-len(".json")]
+                if key in self.needed or key in self.pending:
+                    continue
+                facts = ping(address(self.folder, key), timeout=2.0)
+                if facts is not None:
+                    idle.append((facts.get("since_fork_s", 0.0), key))
+            if not idle:
+                return stopped
+            key = max(idle)[1]
+            pids = stop_helpers(self.folder, pattern=key)
+            self.retired += pids
+            stopped += pids
+            self.helpers.pop(key, None)
+            if not pids:
+                return stopped
 
     def _wait(self, key):
         if key not in self.pending:
@@ -330,11 +386,10 @@ class ForkSpawner(object):
 
     def prepare(self, sides):
         """Start the helpers `sides` need at once (they import side by side), then wait."""
-        keys = []
-        for s in sides:
-            key = self._key(s["python"], s["run_cell"], s["framework"], s["env"])
+        keys = [self._key(s["python"], s["run_cell"], s["framework"], s["env"]) for s in sides]
+        self.needed.update(keys)
+        for key, s in zip(keys, sides):
             self._start(key, s["python"], s["run_cell"], s["framework"], s["env"])
-            keys.append(key)
         for key in keys:
             self._wait(key)
 
@@ -342,6 +397,7 @@ class ForkSpawner(object):
         if prefix:  # a command run through another (conda run): no helper of that env here
             return self._fresh(python, run_cell, args, env, prefix, "a prefixed worker command")
         key = self._key(python, run_cell, args[args.index("--framework") + 1], env)
+        self.needed.add(key)
         try:
             self._start(key, python, run_cell, args[args.index("--framework") + 1], env)
             self._wait(key)

@@ -211,3 +211,56 @@ def test_a_generation_changes_the_key_and_only_its_suffix():
     assert all(k.split("-g")[0] == base and len(base) == 16 for k in keys.values())
     assert keys["0:graph"].startswith(base + "-g0-") and keys["1:graph"].startswith(base + "-g1-")
     assert len(set(keys.values())) == 3
+
+
+def tagged(tag):
+    s = side()
+    s["env"]["TFSPEED_TEST_TAG"] = tag  # another key: another helper
+    return s
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_a_new_helper_makes_room_by_the_least_recently_used(tmp_path, short):
+    """Where memory is short (a reserve above what any machine has), a spawner about to start a
+    helper asks the folder's others to exit, the one that forked longest ago first, and never
+    one its own duet uses; where it is not (no reserve), every helper stays."""
+    folder = str(tmp_path / "h")
+    owner = forkserver.process_token(os.getpid())
+    first = forkserver.ForkSpawner(folder, owner=owner, idle_s=60)
+    try:
+        first.prepare([tagged("a")])
+        first.prepare([tagged("b")])
+        w = worker(first)  # the untagged helper forks last: the most recently used
+        w.expect("loaded")
+        w.close()
+        pids = {k: f["helper_pid"] for k, f in first.helpers.items()}
+        order = [pids[first._key(s["python"], s["run_cell"], "tensorflow", s["env"])]
+                 for s in (tagged("a"), tagged("b"))]
+        reserve = (lambda total: 2 * total) if short else (lambda total: 0.0)
+        second = forkserver.ForkSpawner(folder, owner=owner, idle_s=60, reserve=reserve)
+        second.prepare([tagged("b"), tagged("c")])  # b is this duet's: kept
+        if short:
+            untagged = [p for p in pids.values() if p not in order]
+            assert second.retired == [order[0]] + untagged
+            assert gone(order[0], 2.0) and all(gone(p, 2.0) for p in untagged)
+            assert not forkserver._gone(order[1])
+        else:
+            assert second.retired == [] and not any(forkserver._gone(p) for p in pids.values())
+    finally:
+        forkserver.stop_helpers(folder)
+
+
+def test_a_ping_is_not_a_use(tmp_path):
+    """Another duet's look for room pings every helper: that must not keep one alive past its
+    idle limit."""
+    sp = forkserver.ForkSpawner(str(tmp_path / "h"), owner=forkserver.process_token(os.getpid()),
+                                idle_s=2.0)
+    sp.prepare([side()])
+    (facts,) = sp.helpers.values()
+    end = time.monotonic() + 8.0
+    answers = []
+    while time.monotonic() < end and not forkserver._gone(facts["helper_pid"]):
+        answers.append(forkserver.ping(facts["address"], timeout=1.0))
+        time.sleep(0.3)
+    assert forkserver._gone(facts["helper_pid"])
+    assert answers[0]["since_fork_s"] >= 0 and answers[0]["children"] == 0
