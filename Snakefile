@@ -29,6 +29,15 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# No fork helper outlives the study (rules/common.smk).
+onsuccess:
+    stop_fork_helpers()
+
+
+onerror:
+    stop_fork_helpers()
+
+
 # Light rules run where Snakemake runs (on a cluster: the submit host, whose machine key planned
 # the study); timing jobs and env builds go to the executor.
 localrules:

@@ -36,6 +36,16 @@ MACHINE = PLAN.machine
 REPEATS, ALLOCATION, TIME_BUDGET_S = PLAN.repeats, PLAN.allocation, PLAN.time_budget_s
 DUETS, PROBE, PROBE_ENV = PLAN.duet_settings, PLAN.probe, PLAN.probe_env
 
+
+def stop_fork_helpers():
+    """At the study's end, success or not: every fork helper of the study's machines exits
+    (driver/study/forkserver.py), rather than when it notices Snakemake is gone."""
+    from driver.study import forkserver
+
+    for folder in sorted(Path("results", "scratch").glob("*/helpers")):
+        forkserver.stop_helpers(str(folder))
+
+
 # The functions the rules call that only ask the plan
 package_sources = lambda sources: plan.package_sources(sources, REPO)
 probe_cells = PLAN.probe_cells
