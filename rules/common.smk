@@ -38,12 +38,14 @@ DUETS, PROBE, PROBE_ENV = PLAN.duet_settings, PLAN.probe, PLAN.probe_env
 
 
 def stop_fork_helpers():
-    """At the study's end, success or not: every fork helper of the study's machines exits
-    (driver/study/forkserver.py), rather than when it notices Snakemake is gone."""
+    """At the study's end, success or not: every fork helper this Snakemake process owns exits
+    (driver/study/forkserver.py), rather than when it notices Snakemake is gone; another
+    Snakemake's in the same folder keeps its own."""
     from driver.study import forkserver
 
+    me = forkserver.process_token(os.getpid())
     for folder in sorted(Path("results", "scratch").glob("*/helpers")):
-        forkserver.stop_helpers(str(folder))
+        forkserver.stop_helpers(str(folder), owner=me)
 
 
 # The functions the rules call that only ask the plan

@@ -152,10 +152,11 @@ def _gone(pid):
         return False
 
 
-def stop_helpers(folder, wait_s=5.0, pattern="*", keep=""):
+def stop_helpers(folder, wait_s=5.0, pattern="*", keep="", owner=None):
     """Ask every helper of this folder (a machine's) to exit, and wait until each is gone (its
     memory given back); kill one that does not go. Cheap where none runs. Returns their pids.
-    pattern: only the helpers whose key matches it; keep: a key prefix left running."""
+    pattern: only the helpers whose key matches it; keep: a key prefix left running; owner:
+    only the helpers of that owner ("PID:START", process_token)."""
     stopped = []
     for info in sorted(glob.glob(os.path.join(folder, pattern + ".json"))):
         if keep and os.path.basename(info).startswith(keep):
@@ -164,6 +165,8 @@ def stop_helpers(folder, wait_s=5.0, pattern="*", keep=""):
             with open(info) as handle:
                 facts = json.load(handle)
         except (OSError, ValueError):
+            continue
+        if owner is not None and facts.get("owner") != owner:
             continue
         pid = facts.get("helper_pid")
         try:

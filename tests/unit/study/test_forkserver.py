@@ -264,3 +264,24 @@ def test_a_ping_is_not_a_use(tmp_path):
         time.sleep(0.3)
     assert forkserver._gone(facts["helper_pid"])
     assert answers[0]["since_fork_s"] >= 0 and answers[0]["children"] == 0
+
+
+def test_stopping_by_owner_leaves_another_owners_helper(tmp_path):
+    """The study's end (rules/common.smk stop_fork_helpers) stops its own Snakemake's helpers
+    only: a helper of another owner in the same folder keeps running."""
+    folder = str(tmp_path / "h")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    mine_token = forkserver.process_token(os.getpid())
+    try:
+        mine = forkserver.ForkSpawner(folder, owner=mine_token, idle_s=60)
+        mine.prepare([tagged("a")])
+        theirs = forkserver.ForkSpawner(folder, owner=forkserver.process_token(other.pid),
+                                        idle_s=60)
+        theirs.prepare([tagged("b")])
+        (a,), (b,) = ([f["helper_pid"] for f in sp.helpers.values()] for sp in (mine, theirs))
+        assert forkserver.stop_helpers(folder, owner=mine_token) == [a]
+        assert gone(a, 2.0) and not forkserver._gone(b)
+    finally:
+        forkserver.stop_helpers(folder)
+        other.kill()
+        other.wait()
