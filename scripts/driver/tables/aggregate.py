@@ -86,7 +86,7 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
         why = stop_reasons(cells, tables, records, allocation["repeats"],
                            allocation["max_repeats"], budget,
                            margin=min_effect, alpha_equivalence=alpha_equivalence,
-                           allocated=allocation["budget_s"] > 0)
+                           allocated=allocation["budget_s"] > 0, final=True)
         cells["allocation"] = [why.get(k) for k in zip(cells["machine"], cells["env"],
                                                         cells["cell_id"])]
     envs = env_order(cells) if not cells.empty else []

@@ -36,6 +36,9 @@ from driver.study import layout
 from driver.tables.registry import REGISTRY
 
 SETTLED, MAX_REPEATS, BUDGET, NOT_ALLOCATED = "settled", "max_repeats", "budget", "off"
+# Open at the study's end with processes and budget to spare: the last extra round was planned
+# before the cell's comparison opened (another cell's process moved it), so no round was left.
+NO_ROUND_LEFT = "no_round_left"
 # Settled: the equivalence CI's half-width is at most this share of the margin, whatever the
 # estimate (then rows within half the margin of 1 can be called equivalent, and rows beyond
 # 1.5 margins different).
@@ -134,12 +137,13 @@ def plan_next_round(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], rec
 def stop_reasons(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], records,
                  repeats: int, max_repeats: int, budget_s: float, margin: float = 0.10,
                  alpha_equivalence: float = 0.05, scores: Mapping | None = None,
-                 allocated: bool | None = None) -> dict:
+                 allocated: bool | None = None, final: bool = False) -> dict:
     """(machine, env, cell_id) -> why a cell gets no more processes (SETTLED, TOO_WIDE,
     MAX_REPEATS, BUDGET, NOT_ALLOCATED), or None while it still may get one. `allocated`: whether
     the study allocates extra rounds at all (config allocation.budget_s > 0); by default, whether
     `budget_s` is above 0. With it given, a budget of 0 is one the time budget used up (BUDGET),
-    not an allocation turned off."""
+    not an allocation turned off. `final`: every round has run (the study's tables), so a cell
+    that still may get one says NO_ROUND_LEFT instead of None."""
     allocated = budget_s > 0 if allocated is None else allocated
     still_open = open_cells(tables, margin, alpha_equivalence, max_repeats) \
         if scores is None else scores
@@ -158,5 +162,5 @@ def stop_reasons(cells: pd.DataFrame, tables: Mapping[str, pd.DataFrame], record
         elif budget_s <= 0 or float(rec.get("process_wall_s") or 0.0) > left:
             out[key] = BUDGET
         else:
-            out[key] = None
+            out[key] = NO_ROUND_LEFT if final else None
     return out

@@ -63,7 +63,8 @@ COLUMNS = {c.name: c for c in [
         ("list", "DO, DONT or neither (guidance)."),
         ("configuration", "The configuration in the source study's words."),
         ("fastest_env", "The env with the lowest median of the row."),
-        ("allocation", "Why allocation stopped adding processes to the cell."),
+        ("allocation", "Why allocation stopped adding processes to the cell (settled, too_wide, "
+         "max_repeats, budget, off, no_round_left)."),
         ("task", "train, infer or micro (tfspeed/cells.py: task)."),
         ("family", "What a user picks: TensorFlow, PyTorch, Keras 3 on JAX / torch."),
         ("line", "The release line a version series belongs to."),

@@ -71,6 +71,8 @@ def test_cells_say_why_they_got_no_more(tmp_path):
     assert set(why(2, 3, 100).loc["tf2.3"]) == {"max_repeats"}  # 3 processes of 3
     assert set(why(3, 8, 5).loc["tf2.3"]) == {"budget"}  # a process costs 9.5 s
     assert set(why(3, 8, 0).loc["tf2.3"]) == {"off"}
+    # open, under max_repeats, affordable: at the study's end no round is left for it
+    assert set(why(3, 8, 100).loc["tf2.3"]) == {"no_round_left"}
     # allocation on, but a time budget the first rounds used up: the budget, not "off"
     assert set(why(3, 8, 100, time_budget_s=1.0).loc["tf2.3"]) == {"budget"}
     wide = [*files[:18], *write_processes(root, "tf2.3", 0.010, spread=0.4, mode="graph"),
