@@ -133,7 +133,9 @@ checkpoint plan_round:
         budget_s=ALLOCATION["budget_s"],
         time_budget_s=TIME_BUDGET_S,
         # a round below `repeats` (time budget only): all of these, or none
-        every_slot=lambda wildcards: PLAN.slot_keys(PLAN.first_round_slots()),
+        every_slot=lambda wildcards: PLAN.slot_keys(
+            PLAN.first_round_slots(int(wildcards.rep))
+        ),
     script:
         "../scripts/plan_round.py"
 

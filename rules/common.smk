@@ -78,10 +78,11 @@ def all_duet_files(machine):
 
 
 def round_slots(machine, rep):
-    """Round `rep`'s slots: every cell and twin in the first `repeats` rounds; after them, what
-    the checkpoint plan_round chose (possibly none)."""
+    """Round `rep`'s slots: every cell and twin in the first `repeats` rounds (under a time
+    budget no twin in round 0); after them, what the checkpoint plan_round chose (possibly
+    none)."""
     if PLAN.fixed_round(rep):
-        return PLAN.first_round_slots()
+        return PLAN.first_round_slots(rep)
     chosen = checkpoints.plan_round.get(machine=machine, rep=rep).output.plan
     with open(chosen) as handle:
         return PLAN.chosen_slots(json.load(handle)["cells"])

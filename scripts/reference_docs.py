@@ -222,7 +222,8 @@ def presets_page() -> str:
     out = [HEADER % "config.yaml, tests/quick.yaml, presets/*.yaml and `snakemake -n` of each",
            "# Studies and their size", "",
            "What each study plans, counted as Snakemake's own dry run counts it in an empty "
-           "directory. Cell processes: cells x `repeats`, twins included; the allocation's extra "
+           "directory. Cell processes: cells x `repeats`, twins included (under a time budget "
+           "only round 0, which holds no twin, is planned before the run); the allocation's extra "
            "rounds come on top, within what config `time_budget_min` leaves (or "
            "`allocation.budget_s` without a time budget). Duets: the headline's duets, each TF 2.x "
            "env beside the reference, which a study inherits from `config.yaml` unless it sets "

@@ -39,3 +39,27 @@ def test_rounds_twins_and_an_extra_round(tmp_path):
     # twins are in no other table
     gve = pd.read_csv(work / "results" / "tables" / "fit_vs_train_on_batch.csv")
     assert set(gve.machine) == {machines[0]}
+
+
+def test_under_a_time_budget_twins_start_in_round_1(tmp_path):
+    """Round 0 of a budgeted study holds no twin (one process a side decides nothing); round 1,
+    which the budget reaches here, holds the twin beside every cell's second process."""
+    config = quick_config(
+        envs=["tf2.21"], reference_env="tf2.21", repeats=2, twins=1,
+        allocation={"max_repeats": 2, "budget_s": 0}, time_budget_min=30,
+        duets={"modes": []}, pairs={"tables": []},
+        grids=[{"name": "two", "envs": ["tf2.21"], "pairs": [["small", "small"]],
+                "keras": ["keras3"], "modes": ["eager"], "apis": ["train_on_batch", "fit"],
+                "inputs": ["numpy"], "devices": ["cpu"]}])
+    work = tmp_path / "work"
+    snakemake(work, write_config(tmp_path / "c.yaml", config), "--cores", "2", check=True)
+    cells_root = work / "results" / "cells"
+    machines = sorted(p.name for p in cells_root.iterdir() if p.is_dir())
+    assert len(machines) == 2 and machines[1] == machines[0] + ".twin"
+    twin_files = sorted(p.name for p in (cells_root / machines[1] / "tf2.21").glob("*.json"))
+    assert len(twin_files) == 1 and twin_files[0].endswith(".r1.json")
+    main_files = list((cells_root / machines[0] / "tf2.21").glob("*.json"))
+    assert sorted(p.name[-8:] for p in main_files) == [".r0.json", ".r0.json", ".r1.json",
+                                                       ".r1.json"]
+    twins = pd.read_csv(work / "results" / "tables" / "twins.csv")
+    assert len(twins) == 1 and twins.n_left.iloc[0] == 1 and twins.n_right.iloc[0] == 2

@@ -284,10 +284,15 @@ class StudyPlan:
         """Every round the study may run: the first `repeats`, then the allocation's extra ones."""
         return range(self.repeats + self.extra_rounds)
 
-    def first_round_slots(self):
-        """[order.Slot] of each of the first `repeats` rounds: every cell, then every twin."""
+    def first_round_slots(self, rep=0):
+        """[order.Slot] of round `rep` below `repeats`: every cell, then every twin. Under a time
+        budget round 0 holds no twin: a twin says something only beside its original's second
+        process (one process a side has no interval), and where the budget reaches no round 1
+        (the noisy machines) its round-0 process would only take time from the second look. So
+        there a twin runs in rounds 1 .. repeats - 1, with its original's round."""
+        twins = [] if rep == 0 and self.time_budget_s is not None else self.twins
         return [order.Slot(e, tfcells.cell_id(c)) for e, c in self.cells] + [
-            order.Slot(e, tfcells.cell_id(c), True) for e, c in self.twins]
+            order.Slot(e, tfcells.cell_id(c), True) for e, c in twins]
 
     def chosen_slots(self, chosen):
         """An extra round's slots from what plan_round chose (driver/tables/allocation.py):
@@ -439,8 +444,8 @@ class StudyPlan:
     def job_counts(self):
         """Jobs of the plan as `snakemake -n` counts them in an empty directory (allocation's
         extra rounds are not planned yet): cell processes, duets, env builds."""
-        fixed = sum(self.fixed_round(r) for r in range(self.repeats))
-        return {"run_cell": (len(self.cells) + len(self.twins)) * fixed,
+        return {"run_cell": sum(len(self.first_round_slots(r)) for r in range(self.repeats)
+                                if self.fixed_round(r)),
                 "run_duet": sum(d.weight for d in self.timed_duets)
                 * self.duet_settings["replicates"],
                 "build_env": 0 if self.conda else len(self.built_envs())}

@@ -289,3 +289,22 @@ def test_graph_vs_eager_from_the_duets_is_shown_and_answers_the_cells_rows():
     view = next(g for g in render.build_context(pd.DataFrame(), none, {}, {}, "m", {})[
         "tables"]["groups"] if g["name"] == "graph_vs_eager")["main"]
     assert "descriptive" not in view
+
+
+def test_twins_asked_for_but_not_reached_say_why():
+    """A run whose budget reached no round 1 has no twin (they start there under a time budget):
+    the A/A paragraph says so and points to the paired rows' A/A tables; a study without twins
+    in its config says it has none."""
+    import pandas as pd
+
+    def aa_part(config):
+        html = render.render_html(
+            render.build_context(pd.DataFrame(), {}, {}, {}, "m", config), TEMPLATE)
+        part = html[html.index('<h3 id="twins">'):]
+        return part[:part.index("<h3>")]
+
+    asked = aa_part({"twins": 24, "time_budget_min": 54})
+    assert "config <code>twins</code> asks for 24" in asked and "round 1" in asked
+    assert "<code>duets_aa</code>" in asked
+    none = aa_part({"twins": 0})
+    assert "No A/A twins in this study" in none and "asks for" not in none

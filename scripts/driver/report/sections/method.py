@@ -142,4 +142,6 @@ def build(data) -> dict:
     view["downloads"] = [data_link(n, data.table(n)) for n in EMBEDDED_TABLES
                          if not data.table(n).empty]
     view["aa"] = aa_view(data.table("twins"), data.table("twins_rate"))
+    # twins asked for but none ran: under a time budget they start in round 1 (plan.py)
+    view["twins_asked"] = int((data.config or {}).get("twins") or 0)
     return view
