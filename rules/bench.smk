@@ -1,4 +1,5 @@
-# One job per cell and repeat: a fresh process of the env's Python, under the machine's timing lock.
+# One job per cell and repeat: a new process of the env's Python (forked from its helper, or
+# fresh: config cell_workers), under the machine's timing lock.
 
 
 rule run_cell:
@@ -24,13 +25,14 @@ rule run_cell:
         memory_mb=config["cell_memory_mb"],
         threads=config["threads"],
         foreign=config["foreign_cpu_max_share"],
+        workers=config["cell_workers"],
         lock=default_lock_path(),
     shell:
         "{params.driver} {params.script} --cell {params.cell:q} --rule {params.rule:q}"
         " {params.manifest} --env {wildcards.env} --machine {wildcards.machine}"
         " --repeat {wildcards.rep} --timeout-s {params.timeout} --memory-mb {params.memory_mb}"
         " --threads {params.threads} --foreign-cpu-max-share {params.foreign}"
-        " --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
+        " --workers {params.workers} --lock {params.lock:q} --out {output.cell} > {log} 2>&1"
 
 
 # One duet of the headline: a worker of each side, taking turns window by window.

@@ -1,7 +1,9 @@
-"""Run one cell in a fresh process of its env's Python and always leave a cell file behind.
+"""Run one cell in a new process of its env's Python and always leave a cell file behind.
 
 Runs on the workflow's own Python. It waits for the machine's timing lock (no two timing jobs and
-no env build at once, whatever --cores says), starts scripts/run_cell.py in the env, enforces
+no env build at once, whatever --cores says), starts scripts/run_cell.py in the env (a fresh
+interpreter, or with --workers fork a child of the env's fork helper, driver/study/forkserver.py,
+which imported the framework once: config cell_workers), enforces
 `cell_timeout_s` and `cell_memory_mb`, and turns a crash, hang or out-of-memory into a `failed`
 cell with the reason and the tail of the log. The result is written atomically, so an interrupted
 run leaves no partial file and a rerun does the cell again.
@@ -34,7 +36,7 @@ from driver.study import (
     record,  # noqa: E402
 )
 from driver.study.duet import cell_env  # noqa: E402
-from driver.study.forkserver import helpers_dir, stop_helpers  # noqa: E402
+from driver.study.forkserver import ForkSpawner, helpers_dir, stop_helpers  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import machine, models, usermodels  # noqa: E402
 from tfspeed.machine import WINDOW_END, WINDOW_START  # noqa: E402
@@ -153,19 +155,29 @@ def worker_scratch(out, machine, *envs):
             parent = os.path.dirname(parent)
 
 
-def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
-    """Run the cell process; return (returncode, why_killed, log_tail, peak_rss_mb).
+def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None, spawn=None):
+    """Run the cell process; return (returncode, why_killed, log_tail, peak_rss_mb, origin).
+    spawn: a forkserver.ForkSpawner (config cell_workers: fork), whose child of the env's helper
+    runs `cmd`'s script and arguments; None: a fresh process. origin: how it was made.
 
     Quiet while the cell times itself: a thread blocks in waitpid (Popen.wait with a timeout
-    would poll every 50 ms), the limits are checked once a second from an Event wait, and inside
-    the cell's timed window the /proc memory scan (about 3 ms) runs only every WINDOW_SCAN_S."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    would poll every 50 ms; a forked child, not ours to wait for, is waited for once its output
+    ends), the limits are checked once a second from an Event wait, and inside the cell's timed
+    window the /proc memory scan (about 3 ms) runs only every WINDOW_SCAN_S."""
+    if spawn is not None:
+        proc = spawn(cmd[0], cmd[1], cmd[2:], env)
+    else:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        proc.origin = {"forked": False}
+    forked = bool(proc.origin.get("forked"))
+    # a forked child's output is its helper's socket; it ends when the child exits
+    stream = proc.sock.makefile("rb") if forked else proc.stdout
     tail = collections.deque(maxlen=tail_lines)
     in_window, ended = threading.Event(), threading.Event()
 
     def pump():
-        for raw in iter(proc.stdout.readline, b""):
+        for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
             if line == WINDOW_START:
                 in_window.set()
@@ -177,6 +189,8 @@ def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
             print(line, flush=True)
 
     def reap():
+        if forked:
+            reader.join()
         proc.wait()
         ended.set()
 
@@ -204,7 +218,9 @@ def run_child(cmd, env, timeout_s, memory_mb, tail_lines=60, on_line=None):
                   flush=True)
             last_beat = now
     reader.join(timeout=5)
-    return proc.returncode, killed, "\n".join(tail), peak
+    if forked:
+        stream.close()
+    return proc.returncode, killed, "\n".join(tail), peak, proc.origin
 
 
 def describe_exit(code):
@@ -243,6 +259,15 @@ def not_reached(rec, late):
         "gives the command)" % (late["spent_s"] / 60.0, late["time_budget_s"] / 60.0,
                                 "%.1f s" % each if each == each else "an unknown time")))
     return rec
+
+
+def cell_spawner(args):
+    """The cell's way of making its process: a forkserver.ForkSpawner with config cell_workers
+    fork (the machine's helpers folder, the duets' helpers), else None (a fresh process; always
+    with --conda, whose env is activated around this job)."""
+    if args.workers != "fork" or args.conda:
+        return None
+    return ForkSpawner(helpers_dir(args.out, args.machine))
 
 
 def supervise(args):
@@ -293,16 +318,20 @@ def supervise(args):
                 record.write(args.out, not_reached(rec, late))
                 print("[tfspeed] %s" % rec["reason"], flush=True)
                 return
-        # no duet's fork helper holds memory (or wakes) while a cell times: each is asked to exit
-        stopped = stop_helpers(helpers_dir(args.out, args.machine))
-        if stopped:
-            print("[tfspeed] stopped the duets' fork helpers %s" % stopped, flush=True)
+        spawn = cell_spawner(args)
+        if spawn is None:
+            # a fresh cell: no duet's fork helper holds memory (or wakes) while it times
+            stopped = stop_helpers(helpers_dir(args.out, args.machine))
+            if stopped:
+                print("[tfspeed] stopped the duets' fork helpers %s" % stopped, flush=True)
         prov["load_before"] = provenance.load_average()
         t0 = time.monotonic()
         meter = OrchestratorMeter()
         with worker_scratch(args.out, args.machine, env):
-            code, killed, tail, peak = run_child(cmd, env, args.timeout_s, args.memory_mb,
-                                                 on_line=meter.on_line)
+            code, killed, tail, peak, origin = run_child(
+                cmd, env, args.timeout_s, args.memory_mb, on_line=meter.on_line, spawn=spawn)
+        rec["process_origin"] = "fork" if origin.get("forked") else "fresh"
+        prov["worker"] = origin
         prov["orchestrator_cpu"] = meter.result
         prov["cell_wall_s"] = time.monotonic() - t0
         prov["load_after"] = provenance.load_average()
@@ -339,6 +368,8 @@ def main(argv=None):
     parser.add_argument("--threads", default="auto", help="auto, or a thread count to pin")
     parser.add_argument("--foreign-cpu-max-share", type=float, required=True,
                         help="flag a cell when other processes used more CPU than this share")
+    parser.add_argument("--workers", choices=("fork", "fresh"), default="fresh",
+                        help="fork: a child of the env's fork helper (config cell_workers)")
     parser.add_argument("--lock", default=None, help="the machine-wide timing lock file")
     parser.add_argument("--out", required=True)
     supervise(parser.parse_args(argv))

@@ -4,8 +4,8 @@ says per side that its worker was forked from its env's fork helper (scripts/run
 had forked before; a helper serves more than one duet (its children counted in order), the
 reference env's is a new one every round and mode (the quick preset sets duets.renew_helpers:
 reference), a helper is left
-out of the duet's other processes, and is gone once the cells ran (supervise_cell.py asks every
-helper of the machine to exit before a cell times)."""
+out of the duet's other processes, and is gone once the study ended (Snakemake's onsuccess asks
+its helpers to exit). The cells (config cell_workers: fork) are children of the same helpers."""
 import collections
 import json
 
@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-def test_the_quick_studys_duets_are_forked_from_helpers_gone_before_the_cells(quick_run):
+def test_the_quick_studys_duets_are_forked_from_helpers_gone_after_the_study(quick_run):
     work, _ = quick_run
     records = [json.loads(p.read_text()) for p in sorted((work / "results/duets").rglob("*.json"))]
     assert records
@@ -48,7 +48,7 @@ def test_the_quick_studys_duets_are_forked_from_helpers_gone_before_the_cells(qu
     # each helper's children numbered once each, and some helper served several duets
     assert all(len(set(c)) == len(c) for c in children.values())
     assert max(len(c) for c in children.values()) > 2
-    # the cells ran after the duets: no helper is left (each removes its facts file at exit)
+    # the study ended: no helper is left (each removes its facts file at exit)
     for folder in (work / "results" / "scratch").glob("*/helpers"):
         assert not list(folder.glob("*.json")), list(folder.iterdir())
     for pid in children:
@@ -57,3 +57,21 @@ def test_the_quick_studys_duets_are_forked_from_helpers_gone_before_the_cells(qu
                 assert b"--helper" not in handle.read()
         except OSError:
             pass  # gone
+
+
+def test_the_quick_studys_cells_are_children_of_the_duets_helpers(quick_run):
+    """Every cell process that ran says it was forked (process_origin, provenance.worker), and
+    an env's cells share the helper its duets used where that env's helpers are not renewed."""
+    work, _ = quick_run
+    cells = [json.loads(p.read_text()) for p in sorted((work / "results/cells").rglob("*.json"))]
+    ran = [c for c in cells if (c.get("provenance") or {}).get("worker")]
+    assert ran and all(c in ran for c in cells if c["status"] == "ok")
+    for c in ran:
+        worker = c["provenance"]["worker"]
+        assert c["process_origin"] == "fork" and worker["forked"] is True, worker
+        assert worker["helper_import_s"] > 0
+    duets = [json.loads(p.read_text()) for p in sorted((work / "results/duets").rglob("*.json"))]
+    duet_helpers = {(d["env"], d["workers"]["left"]["helper_pid"]) for d in duets
+                    if d["kind"] == "duet" and d["env"] not in d["design"].get("renew", [])}
+    cell_helpers = {(c["env"], c["provenance"]["worker"]["helper_pid"]) for c in ran}
+    assert duet_helpers & cell_helpers, (sorted(duet_helpers), sorted(cell_helpers))

@@ -47,3 +47,45 @@ def test_a_tf_cell_leaves_no_autograph_files_behind(quick_run, tmp_path):
     assert record["status"] == "ok", (record.get("reason"), record.get("log_tail"))
     assert not list(supervised.iterdir()), sorted(p.name for p in supervised.iterdir())
     assert not (study / "results" / "scratch").exists()
+
+
+def test_a_forked_tf_cell_is_a_child_of_its_envs_helper_and_leaves_no_autograph_files(
+        quick_run, tmp_path):
+    """config cell_workers: fork: the supervisor starts the env's fork helper (the duets' kind),
+    the cell runs in a child of it, says so (process_origin, provenance.worker), and its
+    autograph files go to its own scratch folder as a fresh cell's do; a second cell of the env
+    is forked from the same helper, which had forked one child before."""
+    from driver.study import forkserver
+
+    work, _ = quick_run
+    manifest_path = next((work / "results" / "envs").glob("*/tf2.21.json"))
+    study = tmp_path / "study"
+    study.mkdir()
+    supervised = tmp_path / "supervised"
+    supervised.mkdir()
+    records = []
+    try:
+        for rep in (0, 1):
+            out = study / "results" / "cells" / "test" / "tf2.21" / ("c.r%d.json" % rep)
+            subprocess.run([sys.executable, str(REPO / "scripts" / "supervise_cell.py"),
+                            "--cell", json.dumps(CELL), "--rule", json.dumps(RULE),
+                            "--manifest", str(manifest_path), "--env", "tf2.21", "--machine",
+                            "test", "--repeat", str(rep), "--foreign-cpu-max-share", "1",
+                            "--workers", "fork", "--lock", str(tmp_path / "lock"),
+                            "--out", str(out)],
+                           env=dict(os.environ, TMPDIR=str(supervised)), cwd=study,
+                           check=True, capture_output=True, timeout=600)
+            records.append(json.loads(out.read_text()))
+    finally:
+        helpers = study / "results" / "scratch" / "test" / "helpers"
+        stopped = forkserver.stop_helpers(str(helpers))
+    for rec in records:
+        assert rec["status"] == "ok", (rec.get("reason"), rec.get("log_tail"))
+        assert rec["process_origin"] == "fork", rec["provenance"]["worker"]
+        assert rec["provenance"]["worker"]["helper_import_s"] > 0
+    workers = [rec["provenance"]["worker"] for rec in records]
+    assert workers[0]["helper_pid"] == workers[1]["helper_pid"] and stopped == [
+        workers[0]["helper_pid"]]
+    assert [w["helper_children_before"] for w in workers] == [0, 1]
+    assert not list(supervised.iterdir()), sorted(p.name for p in supervised.iterdir())
+    assert not (study / "results" / "scratch" / "test" / "cells").exists()

@@ -16,9 +16,10 @@ reference env's helper, whose state every row of a round shares, is a new proces
 first side of a round asks the earlier rounds' helpers of that key to exit). Its facts file and log
 lie in the machine's helpers folder (helpers_dir), its socket is named after both. A helper exits
 when idle (IDLE_S), when its owner (the Snakemake process) is gone, or when asked (the study's end:
-rules/common.smk stop_fork_helpers): supervise_cell.py asks every helper of the machine to exit
-before a cell times (stop_helpers), so no helper holds memory then, and a spawner about to start a
-helper first asks the least recently used ones to exit while memory is short
+rules/common.smk stop_fork_helpers). A cell's process is a child of the same helpers (config
+cell_workers: fork, supervise_cell.py); with fresh cells supervise_cell.py asks every helper of the
+machine to exit before a cell times (stop_helpers), so that none holds memory then. A spawner
+about to start a helper first asks the least recently used ones to exit while memory is short
 (ForkSpawner.make_room). If a helper cannot start or fork, the worker is a fresh process and the
 file says why (`fallback`).
 """
