@@ -285,11 +285,9 @@ class StudyPlan:
         return range(self.repeats + self.extra_rounds)
 
     def first_round_slots(self, rep=0):
-        """[order.Slot] of round `rep` below `repeats`: every cell, then every twin. Under a time
-        budget round 0 holds no twin: a twin says something only beside its original's second
-        process (one process a side has no interval), and where the budget reaches no round 1
-        (the noisy machines) its round-0 process would only take time from the second look. So
-        there a twin runs in rounds 1 .. repeats - 1, with its original's round."""
+        """[order.Slot] of round `rep` below `repeats`: every cell, then every twin; under a time
+        budget no twin in round 0 (one process a side has no interval, and where the budget
+        reaches no round 1 it only takes time from the second look: docs/design.md "Twins")."""
         twins = [] if rep == 0 and self.time_budget_s is not None else self.twins
         return [order.Slot(e, tfcells.cell_id(c)) for e, c in self.cells] + [
             order.Slot(e, tfcells.cell_id(c), True) for e, c in twins]

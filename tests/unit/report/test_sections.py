@@ -306,5 +306,6 @@ def test_twins_asked_for_but_not_reached_say_why():
     asked = aa_part({"twins": 24, "time_budget_min": 54})
     assert "config <code>twins</code> asks for 24" in asked and "round 1" in asked
     assert "<code>duets_aa</code>" in asked
-    none = aa_part({"twins": 0})
-    assert "No A/A twins in this study" in none and "asks for" not in none
+    for config in ({"twins": 0}, {"twins": 24, "time_budget_min": None}):
+        none = aa_part(config)
+        assert "No A/A twins in this study" in none and "asks for" not in none

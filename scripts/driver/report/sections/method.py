@@ -143,5 +143,7 @@ def build(data) -> dict:
                          if not data.table(n).empty]
     view["aa"] = aa_view(data.table("twins"), data.table("twins_rate"))
     # twins asked for but none ran: under a time budget they start in round 1 (plan.py)
-    view["twins_asked"] = int((data.config or {}).get("twins") or 0)
+    config = data.config or {}
+    view["twins_asked"] = (int(config.get("twins") or 0)
+                           if config.get("time_budget_min") is not None else 0)
     return view
