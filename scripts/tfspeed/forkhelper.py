@@ -93,8 +93,8 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind("\0" + address[1:] if address.startswith("@") else address)
     server.listen(8)
-    # Wakes to check its owner and its idle limit every WAKE_S only: 27 helpers waking once a
-    # second cost about 0.01 cores beside each timed cell (an idle TF helper measured 0.0005)
+    # Wakes to check its owner and its idle limit every WAKE_S only: with forked cells every
+    # env's helper sleeps while a cell times, and their wake-ups are that cell's foreign CPU
     if info:
         write_json(info, facts)
     reply("helper", facts)
