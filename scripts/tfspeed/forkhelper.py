@@ -49,7 +49,9 @@ def _alive(owner):
     return True
 
 
-WAKE_S = 4.0  # the longest a helper sleeps between looks at its owner and its idle limit
+# The longest a helper sleeps between looks at its owner and its idle limit: with forked cells
+# every env's helper sleeps while a cell times, and its wake-ups are that cell's foreign CPU.
+WAKE_S = 4.0
 
 
 def helper(address, framework, owner, idle_s, info, preload, reply, worker_main):
@@ -93,8 +95,6 @@ def helper(address, framework, owner, idle_s, info, preload, reply, worker_main)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind("\0" + address[1:] if address.startswith("@") else address)
     server.listen(8)
-    # Wakes to check its owner and its idle limit every WAKE_S only: with forked cells every
-    # env's helper sleeps while a cell times, and their wake-ups are that cell's foreign CPU
     if info:
         write_json(info, facts)
     reply("helper", facts)

@@ -326,17 +326,10 @@ class StudyPlan:
                 if self.fixed_round(r) or slots_of(machine, r)]
 
     def cell_files(self, machine, slots_of, rep=None):
-        """The cell files of round `rep`, or of every round until one has no slots; `slots_of`
-        as for order_files."""
-        if rep is not None:
-            return self.slot_files(machine, rep, slots_of(machine, rep))
-        files = []
-        for r in self.rounds():
-            chosen = self.slot_files(machine, r, slots_of(machine, r))
-            if not chosen:
-                break
-            files += chosen
-        return files
+        """The cell files of round `rep`, or of every round (`slots_of` as for order_files): under
+        a time budget an empty round 1 can come before an extra round that fills what is left."""
+        reps = self.rounds() if rep is None else [rep]
+        return [f for r in reps for f in self.slot_files(machine, r, slots_of(machine, r))]
 
     def slot_files(self, machine, rep, slots):
         """Cell files of a round's slots: twin processes under the twin machine key."""

@@ -304,6 +304,25 @@ def test_round_files_and_extra_rounds():
     assert sorted(ordered) == sorted(chosen) and sorted(position.values()) == [0, 1]
 
 
+def test_an_extra_round_after_an_empty_round_is_read():
+    """Under a time budget the planned rounds 1 .. repeats - 1 may choose nothing while an extra
+    round after them fills the last seconds (a default study on a noisy VM): its processes run
+    (order_files asks for them), so aggregation must read them too."""
+    cfg = config("tests/quick.yaml", repeats=3, time_budget_min=30)
+    cfg["allocation"] = dict(cfg["allocation"], budget_s=120, max_repeats=5)
+    plan = StudyPlan(cfg, REPO)
+    env, cell = plan.cells[0]
+    extra = [order.Slot(env, tfcells.cell_id(cell))]
+
+    def slots_of(machine, rep):  # rounds 1 and 2 did not fit, round 3 took one cell
+        return plan.first_round_slots(0) if rep == 0 else extra if rep == 3 else []
+
+    files = plan.cell_files("m", slots_of)
+    assert layout.cell_path("m", env, cell, 3) in files
+    assert len(files) == len(plan.slot_files("m", 0, plan.first_round_slots(0))) + 1
+    assert layout.order_path("m", 3) in plan.order_files("m", slots_of)
+
+
 def test_duets_in_their_planned_order():
     cfg = config("tests/quick.yaml")
     plan = StudyPlan(cfg, REPO)
