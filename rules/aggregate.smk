@@ -46,6 +46,7 @@ rule tabulate_cells:
             "time_budget_s": TIME_BUDGET_S,
             "machine": MACHINE,
         },
+        sides_as_cells=PLAN.sides_as_cells,
         config=config,
     script:
         "../scripts/tabulate_cells.py"

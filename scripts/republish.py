@@ -249,6 +249,8 @@ def tabulate_results(results, config: dict, machine: str, now=None) -> None:
         extra = {}
         if "duet_files" in inspect.signature(aggregate.tabulate).parameters:
             extra["duet_files"] = sorted(glob.glob("results/duets/*/*/*.json"))
+        if (config.get("duets") or {}).get("sides_as_cells"):  # the run's own cells' rule
+            extra["sides_as_cells"] = "auto"
         time_budget = config.get("time_budget_min")
         result = aggregate.tabulate(
             files, config["reference_env"], config["noisy_threshold"],

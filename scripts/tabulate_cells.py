@@ -16,6 +16,6 @@ result = tabulate(list(smk.input.cells) + list(smk.input.others), params.referen
                   min_effect=params.min_effect, allocation=params.allocation,
                   spike_factor=params.spike_factor, orders=list(smk.input.orders),
                   alpha_equivalence=params.alpha_equivalence,
-                  duet_files=list(smk.input.duets))
+                  duet_files=list(smk.input.duets), sides_as_cells=params.sides_as_cells)
 write_outputs(result, smk.output.cells_csv, {Path(p).stem: p for p in smk.output.tables},
               smk.output.xlsx, smk.output.processes, smk.output.facts)

@@ -5,7 +5,7 @@ laid over it, checked against schemas/config.schema.yaml, which fills the defaul
 repository. It loads the env specs (driver/study/envspec.py), checks the rules that span several
 keys (a ConfigError names the key), and holds the cells (the union of the grids), the twins
 (A/A calibration cells), the slots of the first `repeats` rounds, the probe's cells, each cell's
-stopping rule and the headline's duets (driver/study/duetplan.py).
+stopping rule, the headline's duets (driver/study/duetplan.py) and the cells their sides time.
 
 Pure planning: no Snakemake. rules/common.smk builds one plan and wraps it in the input, params
 and priority functions the rules call (the checkpoints, `ancient` and wildcards stay there);
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from driver.study import duetplan, envspec, layout, order, provenance
+from driver.study import duetplan, envspec, layout, order, provenance, sides
 from tfspeed import cells as tfcells
 from tfspeed import models, usermodels
 
@@ -107,7 +107,6 @@ class StudyPlan:
         self.time_budget_s = None if budget is None else 60.0 * budget
         self.extra_rounds = (max(0, self.allocation["max_repeats"] - self.repeats)
                              if self.allocation["budget_s"] > 0 else 0)
-        self.twins = self._twins()
         self.duet_settings = dict(config["duets"])
         first = self.duet_settings["replicates"]
         most = self.duet_settings.get("max_replicates") or first
@@ -139,14 +138,18 @@ class StudyPlan:
             config_error(key, problem)
         self.duets += [] if conda else duetplan.plan_frameworks(
             self.env_specs, study_envs, self.duet_settings)
-        # pairs in one process (config `pairs`): same-env comparisons timed by one worker,
-        # planned, ordered and looked at twice as duets are (with duets' replicates)
+        # pairs in one process (config `pairs`): planned, ordered and looked at as duets are
         self.pair_settings = dict(config.get("pairs") or {})
         self._check_pairs()
         self.pairs = [] if conda else duetplan.plan_pairs(self.cells, self.pair_settings,
                                                                self.env_specs)
         self.timed_duets = self.duets + self.pairs
         self.duet_by_id = {(d.env, d.cell_id): d for d in self.timed_duets}
+        # cells that a duet's sides time (driver/study/sides.py): no process of their own
+        self._taken = set(sides.single_sides(sides.planned_rows(self.timed_duets))) & set(
+            self.cell_by_id) if self.duet_settings.get("sides_as_cells") else set()
+        self.sides_as_cells = sorted(self._taken)
+        self.twins = self._twins()
         self.duet_priority = duetplan.priorities(self.timed_duets, first, self.seed, most)
 
     # ------------------------------------------------------------------------------ checks
@@ -260,9 +263,14 @@ class StudyPlan:
         twin cells under the machine key <machine>.twin; each round places a twin like a real
         comparison's other side (driver/study/order.py), allocation treats twin pairs like
         comparisons, and the `twins` and `twins_rate` tables compare each with its original."""
-        n, cells = self.config["twins"], self.cells
+        n, cells = self.config["twins"], self.own_cells
         picked = [cells[round(i * (len(cells) - 1) / max(1, n - 1))] for i in range(n)] if n else []
         return list({(e, tfcells.cell_id(c)): (e, c) for e, c in picked}.values())
+
+    @property
+    def own_cells(self):
+        """[(env, cell)] that run processes: all but `sides_as_cells` (driver/study/sides.py)."""
+        return [(e, c) for e, c in self.cells if (e, tfcells.cell_id(c)) not in self._taken]
 
     @functools.cached_property
     def machine(self):
@@ -289,15 +297,15 @@ class StudyPlan:
         budget no twin in round 0 (one process a side has no interval, and where the budget
         reaches no round 1 it only takes time from the second look: docs/design.md "Twins")."""
         twins = [] if rep == 0 and self.time_budget_s is not None else self.twins
-        return [order.Slot(e, tfcells.cell_id(c)) for e, c in self.cells] + [
+        return [order.Slot(e, tfcells.cell_id(c)) for e, c in self.own_cells] + [
             order.Slot(e, tfcells.cell_id(c), True) for e, c in twins]
 
     def chosen_slots(self, chosen):
         """An extra round's slots from what plan_round chose (driver/tables/allocation.py):
         entries [env, cell_id], or [env, cell_id, "twin"] for a twin process; cells the study no
-        longer holds are left out."""
-        return [order.Slot(key[0], key[1], key[2:] == ["twin"]) for key in chosen
-                if (key[0], key[1]) in self.cell_by_id]
+        longer holds, or takes from duet sides, are left out."""
+        own = set(self.cell_by_id) - self._taken
+        return [order.Slot(k[0], k[1], k[2:] == ["twin"]) for k in chosen if tuple(k[:2]) in own]
 
     @staticmethod
     def slot_keys(slots):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from driver.study import layout, record
 from driver.study.budget import extra_budget_s, spent_s
+from driver.study.sides import record_rows, side_records, single_sides
 from driver.tables import bundle, facts
 from driver.tables.allocation import stop_reasons
 from driver.tables.comparisons import build_tables
@@ -36,6 +37,8 @@ from driver.tables.source_layout import seed_view
 from driver.tables.workbook import about_frame, workbook_sheets, write_workbook
 
 log = logging.getLogger("tfspeed.aggregate")
+# cells.csv `allocation` of a cell pooled from a duet row's sides: that row's replicates
+SIDES = "duet_row"
 
 
 def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_threshold: float,
@@ -43,16 +46,25 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
              min_effect: float = 0.10, allocation: Mapping | None = None,
              now: datetime.datetime | None = None, spike_factor: float = 2.0,
              orders: Iterable[Path | str] = (), alpha_equivalence: float = 0.05,
-             duet_files: Iterable[Path | str] = ()) -> dict:
+             duet_files: Iterable[Path | str] = (), sides_as_cells: Iterable = ()) -> dict:
     """Everything aggregation computes, in memory: {"cells", <table>..., "seed_view", "about",
     "records", "files", "env_order"}. allocation: {"repeats", "max_repeats", "budget_s"}, to say
     per cell why it got no more processes (cells.csv `allocation`). orders: the rounds' plan
     files (results/rounds/<machine>/order<round>.json), for the processes table's positions.
-    duet_files: the headline's duets (results/duets/, driver/tables/duets.py)."""
+    duet_files: the headline's duets (results/duets/, driver/tables/duets.py). sides_as_cells:
+    [env, cell_id] of the cells whose rows come from the paired rows' sides (the plan's,
+    driver/study/sides.py), or "auto": every cell that is a side of exactly one row of the duet
+    files (a results folder tabulated again); a cell with cell files of its own keeps them."""
     files = [Path(f) for f in cell_files]
     log.info("reading %d cell files", len(files))
     records = record.load_cells(files)
-    cells, logs = pool_cells(records, level=level, noisy_threshold=noisy_threshold,
+    duet_records = load_duets(duet_files)
+    if sides_as_cells == "auto":
+        sides_as_cells = single_sides(record_rows(duet_records))
+    own = {(r["machine"], r["env"], r["cell_id"]) for r in records}
+    taken = [r for r in side_records(duet_records, sides_as_cells)
+             if (r["machine"], r["env"], r["cell_id"]) not in own]
+    cells, logs = pool_cells(records + taken, level=level, noisy_threshold=noisy_threshold,
                              spike_factor=spike_factor)
     cells = apply_machine_peaks(cells)
     cells = add_same_function(cells, records)
@@ -62,7 +74,6 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
     tables = build_tables(cells, logs, reference_env, level=level, q=q, min_effect=min_effect,
                           alpha_equivalence=alpha_equivalence)
     tables["processes"] = processes_table(records, load_orders(orders))
-    duet_records = load_duets(duet_files)
     for name in DUET_FAMILIES:  # duets, duets_aa, pairs, pairs_aa: each its own table
         tables[name] = duets_table(duet_records, level=level, q=q, min_effect=min_effect,
                                    alpha_equivalence=alpha_equivalence, kind=name)
@@ -87,8 +98,9 @@ def tabulate(cell_files: Iterable[Path | str], reference_env: str, noisy_thresho
                            allocation["max_repeats"], budget,
                            margin=min_effect, alpha_equivalence=alpha_equivalence,
                            allocated=allocation["budget_s"] > 0, final=True)
-        cells["allocation"] = [why.get(k) for k in zip(cells["machine"], cells["env"],
-                                                        cells["cell_id"])]
+        sided = {(r["machine"], r["env"], r["cell_id"]) for r in taken}
+        cells["allocation"] = [SIDES if k in sided else why.get(k) for k in
+                               zip(cells["machine"], cells["env"], cells["cell_id"])]
     envs = env_order(cells) if not cells.empty else []
     seed = seed_view(cells, tables, reference_env, envs)
     about = about_frame(cells, reference_env, level, noisy_threshold, config,

@@ -54,7 +54,9 @@ COLUMNS = {c.name: c for c in [
         ("optimizer", "The optimizer's class."), ("cpu_model", "The machine's CPU."),
         ("gpu", "The machine's GPUs."), ("started_utc", "When the process started (ISO 8601)."),
         ("cell_id", "The cell's id (tfspeed/cells.py: cell_id)."),
-        ("stopped_by", "What ended the sampling: count, precision, budget or max_samples."),
+        ("stopped_by", "What ended the sampling: count, precision, budget or max_samples; "
+         "`duet sides` for a cell pooled from a duet row's sides, one fresh "
+         "worker per replicate (config duets.sides_as_cells)."),
         ("threads", "The threads the framework was given (auto or pinned)."),
         ("verdict", "left_faster or right_faster (the CI at ci_level excludes 1), equivalent "
          "(the equivalence interval tost_ci_low/high lies inside 1 +- min_effect; decided "
@@ -64,7 +66,8 @@ COLUMNS = {c.name: c for c in [
         ("configuration", "The configuration in the source study's words."),
         ("fastest_env", "The env with the lowest median of the row."),
         ("allocation", "Why allocation stopped adding processes to the cell (settled, too_wide, "
-         "max_repeats, budget, off, no_round_left)."),
+         "max_repeats, budget, off, no_round_left; duet_row: its processes are a duet "
+         "row's replicates)."),
         ("task", "train, infer or micro (tfspeed/cells.py: task)."),
         ("family", "What a user picks: TensorFlow, PyTorch, Keras 3 on JAX / torch."),
         ("line", "The release line a version series belongs to."),

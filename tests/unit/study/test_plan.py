@@ -22,17 +22,17 @@ REPO = Path(__file__).resolve().parents[3]
 # a time budget only round 0 of the cells is planned before the run, and it holds no twin: the
 # later rounds are chosen as it goes, driver/study/budget.py)
 DRY_RUN = {
-    None: (135, 372, 27),
-    "tests/quick.yaml": (71, 26, 4),
+    None: (88, 372, 27),
+    "tests/quick.yaml": (67, 26, 4),
     "presets/cnn_inference.yaml": (21, 68, 5),
     "presets/fidelity_check.yaml": (18, 0, 3),
-    "presets/headline.yaml": (56, 216, 26),
+    "presets/headline.yaml": (6, 216, 26),
     "presets/own_model.yaml": (42, 124, 6),
-    "presets/own_model_python.yaml": (77, 364, 5),
+    "presets/own_model_python.yaml": (75, 364, 5),
     "presets/pairs.yaml": (60, 96, 2),
-    "presets/paired.yaml": (135, 568, 27),
-    "presets/releases.yaml": (56, 208, 26),
-    "presets/seed_full.yaml": (960, 48, 5),
+    "presets/paired.yaml": (87, 568, 27),
+    "presets/releases.yaml": (6, 208, 26),
+    "presets/seed_full.yaml": (952, 48, 5),
     "presets/seed_large.yaml": (96, 36, 3),
     "presets/seed_systems.yaml": (205, 436, 27),
 }
@@ -86,26 +86,47 @@ def test_default_study_is_cells_and_twins_once_then_by_budget_and_duets_times_re
     assert cfg["time_budget_min"] and cfg["repeats"] > 1
     assert [plan.fixed_round(r) for r in range(cfg["repeats"])] == \
         [True] + [False] * (cfg["repeats"] - 1)
-    # round 0 holds every cell and, under the time budget, no twin: the twins come from round 1
-    assert len(plan.cells) == DRY_RUN[None][0]
-    assert [s.twin for s in plan.first_round_slots(0)] == [False] * len(plan.cells)
+    # round 0 holds every cell but the duets' sides and, under the time budget, no twin: the
+    # twins come from round 1
+    assert len(plan.own_cells) == DRY_RUN[None][0]
+    assert len(plan.cells) == len(plan.own_cells) + len(plan.sides_as_cells)
+    assert [s.twin for s in plan.first_round_slots(0)] == [False] * len(plan.own_cells)
     unbudgeted = StudyPlan(config(time_budget_min=None), REPO)
     assert all(unbudgeted.fixed_round(r) for r in range(cfg["repeats"]))
     assert unbudgeted.job_counts()["run_cell"] == \
-        (len(plan.cells) + len(plan.twins)) * cfg["repeats"]
+        (len(plan.own_cells) + len(plan.twins)) * cfg["repeats"]
     assert sum(d.weight for d in plan.timed_duets) * cfg["duets"]["replicates"] == DRY_RUN[None][1]
     assert plan.pairs and {d.env for d in plan.pairs} == set(cfg["pairs"]["envs"])
     for rounds in (plan.first_round_slots(1), unbudgeted.first_round_slots(0)):
         assert [s.twin for s in rounds] == \
-            [False] * len(plan.cells) + [True] * len(plan.twins)
+            [False] * len(plan.own_cells) + [True] * len(plan.twins)
     assert plan.extra_rounds == cfg["allocation"]["max_repeats"] - cfg["repeats"]
+
+
+def test_the_duets_sides_run_no_process_of_their_own():
+    """Each TF 2.x release's headline cells come from its duet row's sides; the reference env's
+    cells (a side of every row) and the cells a pair times keep their processes; with
+    duets.sides_as_cells false every cell runs; a twin or an extra round never names a side."""
+    plan = StudyPlan(config(), REPO)
+    taken = set(plan.sides_as_cells)
+    headline = {(d.env, d.cell_id) for d in plan.duets if d.env != plan.reference_env
+                and not d.frameworks and not d.own}
+    paired = {(d.env, tfcells.cell_id(c)) for d in plan.pairs for c in (d.cell, d.reference_cell)}
+    assert taken == headline - paired and len(taken) > 40
+    assert not {(e, c) for e, c in taken if e == plan.reference_env}
+    slots = {(s.env, s.cell_id) for r in range(plan.repeats) for s in plan.first_round_slots(r)}
+    assert not slots & taken and not {(e, tfcells.cell_id(c)) for e, c in plan.twins} & taken
+    some = sorted(taken)[0]
+    assert plan.chosen_slots([list(some), [*some, "twin"]]) == []
+    every = StudyPlan(config(duets=dict(config()["duets"], sides_as_cells=False)), REPO)
+    assert every.sides_as_cells == [] and len(every.own_cells) == len(plan.cells)
 
 
 def test_quick_study_is_its_grid_once():
     cfg = config("tests/quick.yaml")
     plan = StudyPlan(cfg, REPO)
     assert cfg["repeats"] == 1 and plan.twins == [] and plan.extra_rounds == 0
-    assert len(plan.cells) == 71
+    assert len(plan.cells) == 71 and len(plan.own_cells) == DRY_RUN["tests/quick.yaml"][0]
     # 3 rows, 2 A/A rows and the reference's graph vs eager (weight 2); 2 frameworks rows
     assert sum(d.weight for d in plan.duets) * cfg["duets"]["replicates"] == 18
     assert sum(d.frameworks for d in plan.duets) == 2
@@ -296,7 +317,7 @@ def test_round_files_and_extra_rounds():
         return plan.first_round_slots() if rep < 2 else chosen if rep == 2 else []
 
     files = plan.cell_files("m", slots_of)
-    assert len(files) == 2 * len(plan.cells) + 2
+    assert len(files) == 2 * len(plan.own_cells) + 2
     assert files[-2:] == [layout.cell_path("m", env, cell, 2),
                           layout.cell_path(layout.twin_key("m"), env, cell, 2)]
     assert plan.order_files("m", slots_of) == [layout.order_path("m", r) for r in range(3)]

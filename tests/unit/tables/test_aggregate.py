@@ -355,7 +355,7 @@ def test_snakemake_entry(tmp_path):
             processes=str(out / "processes.json"), facts=str(out / "facts.json")),
         log=[str(tmp_path / "logs" / "tabulate.log")],
         params=types.SimpleNamespace(machine=MACHINE, q=0.05, min_effect=0.05, spike_factor=2.0,
-                                     alpha_equivalence=0.05,
+                                     alpha_equivalence=0.05, sides_as_cells=[],
                                      allocation={"repeats": 1, "max_repeats": 8,
                                                  "budget_s": 0},
                                      reference_env="tf1.14", noisy_threshold=0.1, level=0.95,
