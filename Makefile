@@ -10,7 +10,7 @@ CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
 
-.PHONY: help venv doctor quick study own report publish compare-runs retry-failed unlock test test-fast doctor-tests lint format reference architecture republish readme-answer lock retabulate selfbench dimension decisions redecide replan components duet-cost pair-probe slow-state measure-fork
+.PHONY: help venv doctor quick study own report publish compare-runs retry-failed unlock test test-fast doctor-tests lint format reference architecture republish readme-answer lock retabulate selfbench dimension decisions redecide replan sides-check components duet-cost pair-probe slow-state measure-fork
 
 ##@ For users
 
@@ -108,6 +108,10 @@ dimension: venv  ## variance and cost per level, best repeats and window: make d
 decisions: venv  ## what one run decided, per machine, as the goals count it: make decisions R=<results dir>
 	@test -n "$(R)" || { echo "usage: make decisions R=<results dir>" >&2; exit 2; }
 	$(BIN)/python scripts/decisions.py $(R) $(ARGS)
+
+sides-check: venv  ## do a duet's sides time a cell as its own processes do? make sides-check R="<results dir> ..."
+	@test -n "$(R)" || { echo "usage: make sides-check R=\"<results dir> ...\"" >&2; exit 2; }
+	$(BIN)/python scripts/sides_check.py $(R) $(ARGS)
 
 replan: venv  ## the second look's plan replayed on a run's first look, with releases as items: make replan R=<results dir>
 	@test -n "$(R)" || { echo "usage: make replan R=<results dir> [ARGS=\"--available-s S --n 10 16\"]" >&2; exit 2; }

@@ -105,6 +105,10 @@ def results_page(tables, min_effect: float, runs=None) -> str:
     status = cells["status"].fillna("unknown").value_counts()
     ok = cells[cells["status"] == "ok"]
     processes = int(ok["n_repeats"].fillna(0).sum()) if "n_repeats" in ok else len(ok)
+    # cells pooled from a duet's sides (config duets.sides_as_cells): those are duet workers
+    sided = ok[ok["stopped_by"] == "duet sides"] if "stopped_by" in ok else ok.iloc[:0]
+    side_note = (" (%d of them the sides of duets, in %d cells)"
+                 % (int(sided["n_repeats"].fillna(0).sum()), len(sided))) if len(sided) else ""
     frameworks = sorted({"%s %s" % (f, v) for f, v in zip(cells["framework"].fillna(""),
                                                           cells["framework_version"].fillna(""))
                          if v}, key=_version_key)
@@ -119,8 +123,9 @@ def results_page(tables, min_effect: float, runs=None) -> str:
                 for key, m in sorted(machines.items()))
                 or ", ".join(sorted(cells["machine"].dropna().unique()))),
             "- envs: %d (%s)" % (cells["env"].nunique(), ", ".join(frameworks)),
-            "- cells: %d (%s), from %d ok processes" % (
-                len(cells), ", ".join("%s %d" % kv for kv in sorted(status.items())), processes)]
+            "- cells: %d (%s), from %d ok processes%s" % (
+                len(cells), ", ".join("%s %d" % kv for kv in sorted(status.items())), processes,
+                side_note)]
     out += ["", "## Verdicts per comparison", "",
             "| table | rows | first-named faster | second faster | %s | %s |" % (
                 verdict_word(answer.EQUIV), verdict_word(answer.INCONCL)),

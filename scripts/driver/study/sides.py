@@ -32,12 +32,12 @@ def row_sides(rows: Iterable[tuple]) -> Counter:
     return counts
 
 
-def single_sides(rows: Iterable[tuple]) -> set[tuple]:
+def single_sides(rows: Iterable[tuple], pairs: bool = False) -> set[tuple]:
     """The (env, cell_id) that are a side of exactly one paired row, a duet's (never an A/A
-    row's, never a pair's)."""
+    row's); pairs=True: a pair's instead (driver/tables/sides_agreement.py checks both)."""
     rows = list(rows)
-    duet_sides = {side for r in rows if not r[4] for side in ((r[0], r[1]), (r[2], r[3]))}
-    return {key for key, n in row_sides(rows).items() if n == 1 and key in duet_sides}
+    kind = {side for r in rows if r[4] == pairs for side in ((r[0], r[1]), (r[2], r[3]))}
+    return {key for key, n in row_sides(rows).items() if n == 1 and key in kind}
 
 
 def planned_rows(duets) -> list[tuple]:
@@ -58,7 +58,7 @@ def is_pair(rec: Mapping) -> bool:
 
 
 def _side(rec: Mapping, which: str) -> dict:
-    """One side of one duet file as a cell file's record (the fields pooling reads)."""
+    """One side of one duet (or pair) file as a cell file's record (the fields pooling reads)."""
     left = which == "left"
     cell = rec["cell"] if left else rec["reference_cell"]
     env = rec["env"] if left else rec["reference_env"]
@@ -69,7 +69,7 @@ def _side(rec: Mapping, which: str) -> dict:
     return {
         "machine": rec["machine"], "env": env, "cell_id": cell_id(cell),
         # a side's process is the row's replicate: its own time block (not a cell round)
-        "repeat": "d%d" % int(rec["replicate"]),
+        "repeat": "%s%d" % ("p" if is_pair(rec) else "d", int(rec["replicate"])),
         "status": rec["status"], "reason": rec.get("reason") or "",
         "framework": env_prov.get("framework"),
         "framework_version": rec.get(f"{which}_framework_version"),
@@ -85,19 +85,21 @@ def _side(rec: Mapping, which: str) -> dict:
         "cpu_window": rec.get("cpu_window") or {},
         "foreign_cpu_flag": bool(rec.get("foreign_cpu_flag")),
         "steps_per_call": 1,
-        "stopped_by": DUET,
+        "stopped_by": "pair sides" if is_pair(rec) else DUET,
         **{axis: cell[axis] for axis in AXES},
     }
 
 
-def side_records(duet_records: Iterable[Mapping], keys: Iterable[Iterable]) -> list[dict]:
+def side_records(duet_records: Iterable[Mapping], keys: Iterable[Iterable],
+                 pairs: bool = False) -> list[dict]:
     """Cell records, one per replicate, of the cells `keys` ([env, cell_id] each, the plan's
-    `sides_as_cells`) from the duet files that have them as a side. A side whose file failed
-    is a failed process of the cell; an ok side without samples is left out."""
+    `sides_as_cells`) from the duet files (pairs=True: the pair files, for the check) that have
+    them as a side. A side whose file failed is a failed process of the cell; an ok side without
+    samples is left out."""
     wanted = {tuple(k) for k in keys}
     out = []
     for rec in duet_records:
-        if is_pair(rec):
+        if is_pair(rec) != pairs:
             continue
         for which in ("left", "right"):
             env = rec["env"] if which == "left" else rec["reference_env"]

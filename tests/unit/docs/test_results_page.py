@@ -57,6 +57,23 @@ def test_page_holds_the_first_screen_and_the_runs_facts(results):
     for key in facts["machines"]:
         assert key in page
     assert results_page.results_page(results / "tables", 0.10) == page  # same tables, same page
+    assert "sides of duets" not in page  # no cell of the golden run came from a duet's sides
+
+
+def test_the_processes_count_says_how_many_were_duets_sides(results, tmp_path):
+    """A cell pooled from a duet's sides (config duets.sides_as_cells) counts its replicates
+    among the processes, and the line says how many of them were duets' workers, in how many
+    cells, recomputed here from the cells table."""
+    tables = tmp_path / "tables"
+    shutil.copytree(results / "tables", tables)
+    cells = pd.read_csv(tables / "cells.csv")
+    ok = cells.index[cells["status"] == "ok"][:3]
+    cells.loc[ok, "stopped_by"] = "duet sides"
+    cells.loc[ok, "n_repeats"] = [4, 6, 10]
+    cells.to_csv(tables / "cells.csv", index=False)
+    page = results_page.results_page(tables, 0.10)
+    total = int(cells.loc[cells["status"] == "ok", "n_repeats"].sum())
+    assert "from %d ok processes (20 of them the sides of duets, in 3 cells)" % total in page
 
 
 def test_page_follows_the_tables_not_a_typed_text(results, tmp_path):
