@@ -366,7 +366,9 @@ def call_vs_predict(table: pd.DataFrame, names: dict | None = None) -> dict | No
         if not ins:
             continue
         exc = [f"{v}: predict() {1 / vs[v][1]:.2f}x as fast" for v in rng["exceptions"]]
+        # "machine": named only when the table holds several (the template reads the key)
         out.append({"mode": mode, "where": _where(rng, "TF", len(vs)), "exceptions": exc,
+                    "machine": "",
                     "ratio": interval_text([s[1] for s in ins], [s[2] for s in ins],
                                            [s[3] for s in ins])})
     if not out:

@@ -2,6 +2,9 @@
 driver/report/guidance.py: rules, merge_range, call_vs_predict): a point estimate past 2x whose
 interval reaches below it is no AVOID, no configuration in both lists, version ranges merged
 across versions the run cannot decide, and the call-vs-predict rule from its table."""
+from pathlib import Path
+
+import jinja2
 import pandas as pd
 import pytest
 
@@ -124,6 +127,15 @@ def test_call_vs_predict_rule_present_with_rows_and_absent_without():
     assert eager["ratio"].startswith("6.67–10.00x")  # predict / call
     assert eager["exceptions"] == ["1.14.0: predict() 1.13x as fast"]
     assert [m["mode"] for m in rule["modes"]] == ["eager", "graph"]
+    # one machine: unnamed, but the key is there (the guidance template reads `m.machine` under
+    # StrictUndefined; without it a one-machine run whose call beat predict() failed to render)
+    assert [m["machine"] for m in rule["modes"]] == ["", ""]
+    template = (Path(__file__).resolve().parents[3] / "report" / "sections"
+                / "_guidance.html.j2").read_text()
+    line = next(t for t in template.splitlines() if "guidance.predict.modes" in t)
+    jinja = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    html = jinja.from_string(line).render(guidance={"predict": rule})
+    assert "in eager mode: 6.67" in html and "<b>" not in html
     # the other side order gives the same rule
     flipped = pd.DataFrame([_cvp("2.0.4", "eager", 1 / 0.15, verdicts.RIGHT_FASTER, "predict", "call")])
     assert guidance.call_vs_predict(flipped)["modes"][0]["ratio"].startswith("6.67x")
