@@ -2,9 +2,10 @@
 its own fresh processes give (config `duets.sides_as_cells`)?
 
 For each results folder that holds both (a run with `sides_as_cells: false`, or made before it),
-and for all of them pooled, the mean log ratio side / own over the cells that have both, its 90 %
-and 95 % intervals and the verdict at the study's margin (driver/tables/sides_agreement.py), for
-the duets' sides (what the study takes) and the pairs' sides (what it does not). No timing.
+and for all of them pooled, the mean log ratio side / own over the cells that have both, its
+(1 - 2 alpha) and (1 - alpha) intervals and the verdict at the study's margin
+(driver/tables/sides_agreement.py), for the duets' sides (what the study takes) and the pairs'
+sides (what it does not). No timing.
 Prints a JSON line last.
 """
 import argparse
@@ -30,12 +31,13 @@ def read(folder: Path):
     return record.load_cells(cells), load_duets(sorted(folder.glob("duets/*/*/*.json")))
 
 
-def line(name: str, res: dict) -> str:
+def line(name: str, res: dict, alpha: float) -> str:
     if not res["cells"] or math.isnan(res["mean_log"]):
         return f"{name}: {res['sides']}: {res['cells']} cells with both: {res['verdict']}"
-    lo, hi = (math.exp(x) for x in res["ci90"])
+    lo, hi = (math.exp(x) for x in res["ci_tost"])
     return (f"{name}: {res['sides']}: {res['cells']} cells, side / own {res['ratio']:.3f} "
-            f"(90 % CI {lo:.3f}-{hi:.3f}), sd of log ratios {res['sd_log']:.3f}: "
+            f"({100 * (1 - 2 * alpha):.0f} % CI {lo:.3f}-{hi:.3f}), "
+            f"sd of log ratios {res['sd_log']:.3f}: "
             f"{res['verdict']} at +-{100 * res['margin']:.0f} %")
 
 
@@ -58,7 +60,7 @@ def main(argv=None) -> int:
         for pairs in (False, True):
             res = agreement(cells, duets, pairs=pairs, margin=args.margin,
                             alpha=args.alpha)
-            print(line(str(folder), res))
+            print(line(str(folder), res, args.alpha))
             out.setdefault(str(folder), {})[res["sides"]] = {
                 k: v for k, v in res.items() if k != "per_cell"}
             # pooled: each run's cells as rows of their own (a run's key in front)
@@ -70,7 +72,7 @@ def main(argv=None) -> int:
         for pairs in (False, True):
             res = agreement(*pooled[pairs], pairs=pairs, margin=args.margin,
                             alpha=args.alpha)
-            print(line("pooled", res))
+            print(line("pooled", res, args.alpha))
             out.setdefault("pooled", {})[res["sides"]] = {
                 k: v for k, v in res.items() if k != "per_cell"}
     print(json.dumps(out))

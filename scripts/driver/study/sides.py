@@ -2,16 +2,15 @@
 
 A duet replicate runs a fresh worker per side, and each worker times its cell and records its
 median, samples, first call and warm-up (results/duets/). So a cell that is a side of a duet row
-already has one fresh process per replicate of that row: 4 to 10 of them, where round 0 of the
-cells gives it one. Under config `duets.sides_as_cells` such a cell gets no cell process of its
-own; its row of the cells table is pooled from those sides (`side_records`), marked by
-`stopped_by` ("duet sides"). Only a cell that is a side of exactly one paired row is taken so:
-the reference env's cells (a side of every headline row) and a cell that a pair also times would
-be pooled from processes that are not one row's replicates, and an A/A row's cell is both of its
-sides, so these keep their own processes. A pair's sides are not taken: one worker times both
-of its cells in turns, and its absolute times came out about a tenth below the same cells' fresh
-processes (docs/design.md, "Absolute times from the duets' sides"; `scripts/sides_check.py`
-measures it on a run).
+already has one fresh process per replicate of that row. With config `duets.sides_as_cells`
+such a cell gets no cell process of its own; its row of the cells table is pooled from those
+sides (`side_records`), marked by `stopped_by` ("duet sides"). Only a cell that is a side of
+exactly one paired row is taken so: the reference env's cells (a side of every headline row) and
+a cell that a pair also times would be pooled from processes that are not one row's replicates,
+and an A/A row's cell is both of its sides, so these keep their own processes. A pair's sides
+are never taken: one worker times both of its cells in turns. The key is off by default: the
+duets' window and round 0's can sit apart on a noisy machine (driver/tables/sides_agreement.py
+and `make sides-check` measure it; docs/design.md, "Absolute times from the duets' sides").
 """
 from collections import Counter
 from collections.abc import Iterable, Mapping

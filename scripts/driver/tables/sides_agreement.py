@@ -42,9 +42,10 @@ def _log_means(records: Iterable[Mapping]) -> dict[tuple, float]:
 
 def agreement(cell_records: Iterable[Mapping], duet_records: list[Mapping], pairs: bool = False,
               margin: float = 0.10, alpha: float = 0.05) -> dict:
-    """{"sides", "cells", "mean_log", "sd_log", "ci90", "ci95", "ratio", "verdict", "per_cell"}
-    for the duets' sides (pairs=False) or the pairs' sides (pairs=True) that have cell
-    processes of their own in `cell_records` (cell files, driver/study/record.py)."""
+    """{"sides", "cells", "mean_log", "sd_log", "ci_tost" ((1 - 2 alpha) interval), "ci_test"
+    ((1 - alpha)), "ratio", "verdict", "per_cell"} for the duets' sides (pairs=False) or the
+    pairs' sides (pairs=True) that have cell processes of their own in `cell_records` (cell
+    files, driver/study/record.py)."""
     rows = sides.record_rows(duet_records)
     single = sides.single_sides(rows, pairs=pairs)
     side_logs = _log_means(sides.side_records(duet_records, single, pairs=pairs))
@@ -54,8 +55,8 @@ def agreement(cell_records: Iterable[Mapping], duet_records: list[Mapping], pair
     out = {"sides": "pair sides" if pairs else sides.DUET, "cells": int(d.size),
            "margin": margin, "per_cell": per_cell}
     if d.size < 3:
-        return dict(out, mean_log=math.nan, sd_log=math.nan, ci90=(math.nan, math.nan),
-                    ci95=(math.nan, math.nan), ratio=math.nan, verdict=UNDECIDED)
+        return dict(out, mean_log=math.nan, sd_log=math.nan, ci_tost=(math.nan, math.nan),
+                    ci_test=(math.nan, math.nan), ratio=math.nan, verdict=UNDECIDED)
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se, df = sd / math.sqrt(d.size), d.size - 1
 
@@ -63,13 +64,13 @@ def agreement(cell_records: Iterable[Mapping], duet_records: list[Mapping], pair
         t = float(sps.t.ppf(1 - (1 - level) / 2, df))
         return (mean - t * se, mean + t * se)
 
-    ci90, ci95 = ci(1 - 2 * alpha), ci(1 - alpha)
+    ci_tost, ci_test = ci(1 - 2 * alpha), ci(1 - alpha)
     bound = math.log1p(margin)
-    if -bound < ci90[0] and ci90[1] < bound:
+    if -bound < ci_tost[0] and ci_tost[1] < bound:
         verdict = AGREE
-    elif ci95[0] > 0 or ci95[1] < 0:
+    elif ci_test[0] > 0 or ci_test[1] < 0:
         verdict = DIFFER
     else:
         verdict = UNDECIDED
-    return dict(out, mean_log=mean, sd_log=sd, ci90=ci90, ci95=ci95, ratio=math.exp(mean),
-                verdict=verdict)
+    return dict(out, mean_log=mean, sd_log=sd, ci_tost=ci_tost, ci_test=ci_test,
+                ratio=math.exp(mean), verdict=verdict)

@@ -49,7 +49,7 @@ def test_sides_planted_a_margin_off_differ(bias):
     """A side biased by the margin (10 %) either way is found: never `agree`."""
     res = agreement(*_study(bias))
     assert res["verdict"] == DIFFER
-    assert res["ci95"][0] < math.log(bias) < res["ci95"][1]
+    assert res["ci_test"][0] < math.log(bias) < res["ci_test"][1]
 
 
 def test_pairs_are_checked_apart_and_too_few_cells_decide_nothing():
