@@ -38,7 +38,8 @@ def line(name: str, res: dict, alpha: float) -> str:
     return (f"{name}: {res['sides']}: {res['cells']} cells, side / own {res['ratio']:.3f} "
             f"({100 * (1 - 2 * alpha):.0f} % CI {lo:.3f}-{hi:.3f}), "
             f"sd of log ratios {res['sd_log']:.3f}: "
-            f"{res['verdict']} at +-{100 * res['margin']:.0f} %")
+            f"{res['verdict']} at +-{100 * res['margin']:.0f} %"
+            + ("; the two-sided interval leaves 1 out" if res["off_one"] else ""))
 
 
 def main(argv=None) -> int:
@@ -57,15 +58,15 @@ def main(argv=None) -> int:
             print(f"{folder}: not a results folder (no cells/)", file=sys.stderr)
             return 2
         cells, duets = read(folder)
+        # pooled: each run's cells as rows of their own (the run's folder in the machine key)
+        tagged = [dict(r, machine=f"{folder}|{r['machine']}") for r in cells]
+        tagged_duets = [dict(d, machine=f"{folder}|{d['machine']}") for d in duets]
         for pairs in (False, True):
             res = agreement(cells, duets, pairs=pairs, margin=args.margin,
                             alpha=args.alpha)
             print(line(str(folder), res, args.alpha))
             out.setdefault(str(folder), {})[res["sides"]] = {
                 k: v for k, v in res.items() if k != "per_cell"}
-            # pooled: each run's cells as rows of their own (a run's key in front)
-            tagged = [dict(r, machine=f"{folder}|{r['machine']}") for r in cells]
-            tagged_duets = [dict(d, machine=f"{folder}|{d['machine']}") for d in duets]
             pooled[pairs][0].extend(tagged)
             pooled[pairs][1].extend(tagged_duets)
     if len(args.results) > 1:

@@ -56,11 +56,16 @@ def is_pair(rec: Mapping) -> bool:
     return bool((rec.get("design") or {}).get("together"))
 
 
+def _env_cell(rec: Mapping, which: str) -> tuple[str, dict]:
+    """A duet file's env and cell on its `which` side ("left": the row's, "right": the other)."""
+    return (rec["env"], rec["cell"]) if which == "left" else (rec["reference_env"],
+                                                              rec["reference_cell"])
+
+
 def _side(rec: Mapping, which: str) -> dict:
     """One side of one duet (or pair) file as a cell file's record (the fields pooling reads)."""
     left = which == "left"
-    cell = rec["cell"] if left else rec["reference_cell"]
-    env = rec["env"] if left else rec["reference_env"]
+    env, cell = _env_cell(rec, which)
     prov = rec.get("provenance") or {}
     env_prov = prov.get("left_env" if left else "right_env") or {}
     ready = (rec.get("ready") or {}).get(which) or {}
@@ -101,8 +106,7 @@ def side_records(duet_records: Iterable[Mapping], keys: Iterable[Iterable],
         if is_pair(rec) != pairs:
             continue
         for which in ("left", "right"):
-            env = rec["env"] if which == "left" else rec["reference_env"]
-            cell = rec["cell"] if which == "left" else rec["reference_cell"]
+            env, cell = _env_cell(rec, which)
             if (env, cell_id(cell)) not in wanted:
                 continue
             side = _side(rec, which)

@@ -56,7 +56,8 @@ def agreement(cell_records: Iterable[Mapping], duet_records: list[Mapping], pair
            "margin": margin, "per_cell": per_cell}
     if d.size < 3:
         return dict(out, mean_log=math.nan, sd_log=math.nan, ci_tost=(math.nan, math.nan),
-                    ci_test=(math.nan, math.nan), ratio=math.nan, verdict=UNDECIDED)
+                    ci_test=(math.nan, math.nan), ratio=math.nan, verdict=UNDECIDED,
+                    off_one=False)
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se, df = sd / math.sqrt(d.size), d.size - 1
 
@@ -72,5 +73,8 @@ def agreement(cell_records: Iterable[Mapping], duet_records: list[Mapping], pair
         verdict = DIFFER
     else:
         verdict = UNDECIDED
+    # `agree` says the offset is inside the margin, not that there is none: an offset below the
+    # margin that the test still sees is reported beside it
     return dict(out, mean_log=mean, sd_log=sd, ci_tost=ci_tost, ci_test=ci_test,
-                ratio=math.exp(mean), verdict=verdict)
+                ratio=math.exp(mean), verdict=verdict,
+                off_one=bool(ci_test[0] > 0 or ci_test[1] < 0))
