@@ -2,13 +2,14 @@
 
 Reads the first `duets.replicates` duets of every row, analyses them as the duets table does (with
 the two-look levels of driver/stats/sequential.py, so that stopping a decided row costs no size),
-and finds the rows still undecided (A/A rows included: they are planned as headline rows are, or
-they would not check the procedure). With a time budget (config `time_budget_min`), the rows
-closest to a decision per second get their second look while it fits what the first look and the
-cells' round 0 (this checkpoint runs after them) leave of the budget
-(driver/tables/second_look.py); then, with what they leave, the headline rows behind a release
-(duets_releases) still open, whose decision needs both its rows' second look, the releases closest
-to a decision per second first (second_look.release_items, plan_second_look). The others are
+and finds the rows still undecided (A/A rows included: they are planned as their family's rows
+are, or they would not check the procedure). With a time budget (config `time_budget_min`), the
+rows get their second look in the study's order of priority while it fits what the first look and
+the cells' round 0 (this checkpoint runs after them) leave of the budget
+(driver/tables/second_look.py, TIERS): the headline's rows, then the seed's other factors (pairs,
+the graph-vs-eager row), then the headline rows behind a release (duets_releases) still open,
+whose decision needs both its rows' second look (second_look.release_items), then other
+frameworks; within each, the rows closest to a decision per second first (plan_second_look). The others are
 written as not reached, with the minutes that would reach them and the command that continues the
 run.
 Snakemake then runs the chosen rows' remaining duets (rules/common.smk: all_duet_files).

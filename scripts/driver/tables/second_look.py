@@ -16,13 +16,14 @@ window, which undercounts a fresh cell process. The extra rounds of
 cells (driver/study/budget.py) get what the second look leaves.
 
 A row still open after look 1 gets its second look (all `max_replicates` replicates, the design
-the two-look levels of driver/stats/sequential.py are computed for) when it fits the seconds
-left, in the order of its chance to be decided per second (`decide_chance` over its cost): the
-rows closest to a decision per second first. The rows that do not fit are not started; the plan
-lists them with the replicates and minutes that would give them their second look, so that a run
-of the same study with a larger budget continues this one (driver/tables/not_decided.py gives the
-command): finished duets and cells are kept, and the checkpoint, given the same first look,
-chooses the same rows and then the ones this run left out.
+the two-look levels of driver/stats/sequential.py are computed for) when it fits the seconds left,
+in the study's order of priority (TIERS: the headline, the seed's other factors, the releases,
+other frameworks) and within a tier in the order of its chance to be decided per second
+(`decide_chance` over its cost): the rows closest to a decision per second first. The rows that do
+not fit are not started; the plan lists them with the replicates and minutes that would give them
+their second look, so that a run of the same study with a larger budget continues this one
+(driver/tables/not_decided.py gives the command): finished duets and cells are kept, and the
+checkpoint, given the same first look, chooses the same rows and then the ones this run left out.
 """
 import math
 from collections.abc import Iterable, Mapping
@@ -143,17 +144,39 @@ def choose_items(items: Iterable[Mapping], costs: Mapping[tuple, float], availab
     return chosen, not_reached, sorted([list(k) for k in taken])
 
 
+# The study's order of priority (issue "every verdict from a paired row"): the headline and its
+# A/A rows, then the seed's other factors (the pairs in one process and their A/A rows, the
+# graph-vs-eager row, the user's own models), then what each release changed, then other
+# frameworks. A tier's items all come before the next tier's; within a tier, chance per second.
+TIERS = {"duets": 0, "duets_aa": 0, "pairs": 1, "pairs_aa": 1, "duets_modes": 1,
+         "duets_own": 1, "duets_releases": 2, "duets_frameworks": 3}
+
+
+def tier(item: Mapping) -> int:
+    """An item's place in the order of priority (TIERS; a family not named there comes last)."""
+    return TIERS.get(str(item.get("family")), max(TIERS.values()) + 1)
+
+
 def plan_second_look(rows: Iterable[Mapping], releases: Iterable[Mapping],
                      costs: Mapping[tuple, float],
                      available_s: float) -> tuple[list[dict], list[dict], list[list[str]]]:
-    """The second look in the study's order of priority: the open paired rows first (their
-    families' own items, `choose_items`), then the open releases with what they leave, each
-    release's rows already chosen costing nothing. (chosen, not_reached, rows)."""
-    own = [dict(r, sides=r.get("sides") or [[r["env"], r["cell_id"]]]) for r in rows]
-    chosen, not_reached, keys = choose_items(own, costs, available_s)
-    left = float(available_s) - sum(float(c["cost_s"]) for c in chosen)
-    more, later, keys = choose_items(releases, costs, left, taken=keys)
-    return chosen + more, not_reached + later, keys
+    """The second look in the study's order of priority (TIERS): each tier's items
+    (`choose_items`, closest to a decision per second first) with what the tiers before it left,
+    a row already chosen costing nothing (a release whose two rows got their second look comes
+    free). So an open headline row is never left out for a pair or a release that would have
+    been closer to a decision per second: the headline's goals rest on its rows.
+    (chosen, not_reached, rows)."""
+    items = [dict(r, sides=r.get("sides") or [[r["env"], r["cell_id"]]]) for r in rows]
+    items += [dict(r) for r in releases]
+    left = float(available_s)
+    chosen, not_reached, keys = [], [], []
+    for level in sorted({tier(it) for it in items}):
+        more, later, keys = choose_items([it for it in items if tier(it) == level], costs,
+                                         left, taken=keys)
+        left -= sum(float(c["cost_s"]) for c in more)
+        chosen += more
+        not_reached += later
+    return chosen, not_reached, keys
 
 
 def plan_items(records: list[dict], gap_s: float, level: float = 0.95, q: float = 0.05,

@@ -271,3 +271,33 @@ def test_a_release_whose_rows_stopped_short_is_not_reached_without_a_plan_item()
     assert row["minutes"] == pytest.approx(6 * 6.0 / 60)  # tf2.1's six duets of 6 s
     # its minutes enter the continuation: no row of its own is listed (50 + 0.6 min)
     assert row["command"] == 'make study ARGS="--config time_budget_min=51"'
+
+
+def test_the_headline_rows_come_before_the_pairs_and_the_pairs_before_releases_and_frameworks():
+    """The issue's order of priority, tier by tier (second_look.TIERS): a pair closer to a
+    decision per second than an open headline row waits for it; a release waits for the pairs;
+    another framework's row waits for the releases. Each tier gets what the tiers before it
+    left; the plain greedy over everything would take the pair first and leave the headline
+    row out."""
+    costs = {("tf2.1", "c"): 30.0, ("tf2.2", "c"): 30.0, ("tf2.21", "p"): 20.0,
+             ("tf2.21", "f"): 10.0}
+    rows = [{"env": "tf2.21", "cell_id": "f", "family": "duets_frameworks", "chance": 0.99},
+            {"env": "tf2.21", "cell_id": "p", "family": "pairs", "chance": 0.9},
+            {"env": "tf2.2", "cell_id": "c", "family": "duets", "chance": 0.3}]
+    releases = [{"env": "tf2.2", "cell_id": "c", "against": "tf2.1", "family": "duets_releases",
+                 "chance": 0.99, "sides": [["tf2.2", "c"], ["tf2.1", "c"]]}]
+    chosen, out, keys = second_look.plan_second_look(rows, releases, costs, 50.0)
+    assert [(c["family"], c["cost_s"]) for c in chosen] == [("duets", 30.0), ("pairs", 20.0)]
+    assert sorted(o["family"] for o in out) == ["duets_frameworks", "duets_releases"]
+    assert keys == [["tf2.2", "c"], ["tf2.21", "p"]]
+    # with room for everything, every tier is reached, the release paying only its tf2.1 row
+    chosen, out, _ = second_look.plan_second_look(rows, releases, costs, 1e9)
+    assert [c["family"] for c in chosen] == ["duets", "pairs", "duets_releases",
+                                             "duets_frameworks"]
+    assert chosen[2]["cost_s"] == 30.0 and not out
+    # the plain greedy (one tier) takes the frameworks row and the pair first: the planted
+    # planner this test exists to catch
+    greedy, left_out, _ = second_look.choose_items(
+        [dict(r, sides=[[r["env"], r["cell_id"]]]) for r in rows], costs, 50.0)
+    assert "duets" in {o["family"] for o in left_out}
+    assert second_look.tier({"family": "something_new"}) > max(second_look.TIERS.values())
