@@ -95,9 +95,28 @@ def round_order(machine, rep):
 
 def round_plan(wildcards):
     rep = int(wildcards.rep)
-    return PLAN.order_document(
+    doc = PLAN.order_document(
         round_order(wildcards.machine, rep)[0], wildcards.machine, rep
     )
+    if "time_budget_s" in doc:
+        doc["reserve"] = second_look_reserve()
+    return doc
+
+
+def second_look_reserve():
+    """What round 0's gate holds back for the second look (config duets.before_cells, as the
+    highest tier of driver/tables/second_look.TIERS it takes) and the levels the rows are
+    judged at (driver/study/budget.py: second_look_reserve_s)."""
+    tier = {"none": -1, "headline": 0, "paired": 1}[
+        DUETS.get("before_cells", "headline")
+    ]
+    return {
+        "tier": tier,
+        "q": config["fdr_q"],
+        "level": config["stop"]["level"],
+        "min_effect": config["min_effect"],
+        "alpha_equivalence": config["equivalence_alpha"],
+    }
 
 
 def extra_round_plan(wildcards):

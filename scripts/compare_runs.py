@@ -9,12 +9,12 @@ machine a side, the one against the other; a folder of several machines with non
 refused, the keys named), and prints, calibration first:
 - the cross-run checks, each with its verdict and, beside it, its power at these runs' sizes
   (P(fails) for intervals 1.5 and 2 times too narrow) and how often correct intervals pass
-  (driver/stats/crossrun_judge.py; docs/calibration.md): duets, pairs, releases from duets and
-  machines compared (the common shift and the spread about it; where the runs had two looks,
-  read against the design replayed, and its power simulated under it), cells (the spread
-  about the run's shift), comparisons (their differences whitened by the shared-cell
-  structure); with a third run or more (`compare_runs.py A B C ...`), the
-  duets' run offsets tested together and tau, the run-level sd, with its interval;
+  (driver/stats/crossrun_judge.py; docs/calibration.md): duets, pairs, releases from duets,
+  graph vs eager from duets and machines compared (the common shift and the spread about it;
+  where the runs had two looks, read against the design replayed, and its power simulated
+  under it), cells (the spread about the run's shift), comparisons (their differences
+  whitened by the shared-cell structure); with a third run or more (`compare_runs.py A B C
+  ...`), the duets' run offsets tested together and tau, the run-level sd, with its interval;
 - beside them, figures that decide nothing (driver/stats/calibration.py):
   cells and comparisons: t = (log m_A - log m_B) / sqrt(se_A^2 +
   se_B^2) with Welch degrees of freedom (cells: after the whole run's shift, printed apart, and
@@ -217,6 +217,8 @@ def compare_runs(a, b, level: float = 0.95, q: float = 0.05, margin: float = 0.1
                                                pairing=pairing),
         "releases_calibration": duets_calibration(fa, fb, level, sims, table="duets_releases",
                                                   pairing=pairing),
+        "graph_vs_eager_calibration": duets_calibration(
+            fa, fb, level, sims, table="duets_graph_vs_eager", pairing=pairing),
         "machines_compared_calibration": duets_calibration(
             fa, fb, level, sims, table="machines_compared", pairing=pairing),
         "machine_pairing": pairing,
@@ -261,6 +263,8 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     no process), kept as a figure; and each run's decided rows per mode. table="pairs": the
     same for the pairs in one process (pairs.csv: rows share no process either);
     table="duets_releases": for each release against the one before, from the duets;
+    table="duets_graph_vs_eager": graph vs eager per version, from the duets and the
+    reference's duets_modes row (with_modes_rows);
     table="machines_compared": the machines' interaction per duets row. Rows are matched on
     the machine key too (pairing: machine_pairing). Where the runs had two looks, the check
     is judged and its power simulated under that design (crossrun_judge.rows_check; a derived
@@ -272,9 +276,24 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     tabs, base_tabs, rounds = ([keyed(_results(f).table(t), m) if _results(f).has(t)
                                 else pd.DataFrame() for f, m in zip((fa, fb), maps)]
                                for t in (table, base, "duet_rounds"))
+    if table == "duets_graph_vs_eager":  # its rows also sum the reference's duets_modes row
+        base_tabs = [with_modes_rows(t, f, m) for t, f, m in zip(base_tabs, (fa, fb), maps)]
     # the duets' rows of a mode share each round's state (duet_rounds' sd_round)
     return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims,
                                            rounds=None if base == "pairs" else rounds)
+
+
+def with_modes_rows(duets: pd.DataFrame, folder, mapping) -> pd.DataFrame:
+    """A run's duets rows and its duets_modes rows (the reference's graph against its eager
+    cell), these marked crossrun_looks.MODES_ROW: the base rows duets_graph_vs_eager sums."""
+    res = _results(folder)
+    if duets.empty or not res.has("duets_modes"):
+        return duets
+    modes = keyed(res.table("duets_modes"), mapping)
+    if modes.empty:
+        return duets
+    return pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}),
+                      modes.assign(**{crossrun_looks.MODES_ROW: True})], ignore_index=True)
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:
@@ -329,6 +348,7 @@ def checks_text(out: dict) -> list[str]:
     if out.get("machine_pairing"):
         lines.append(f"machines: {out['machine_pairing']['note']}")
     for name, what in (("duets", "duets (the headline)"), ("releases", "releases from duets"),
+                       ("graph_vs_eager", "graph vs eager from duets"),
                        ("machines_compared", "machines compared (interaction)"),
                        ("pairs", "pairs in one process")):
         cal = out[f"{name}_calibration"] if name == "duets" else \

@@ -8,8 +8,9 @@ which imported the framework once: config cell_workers), enforces
 cell with the reason and the tail of the log. The result is written atomically, so an interrupted
 run leaves no partial file and a rerun does the cell again.
 
-Under a time budget a process of round 0 starts only while it fits (driver/study/budget.py:
-round0_gate, weighed once the timing lock is held, on every cell and duet file of the machine);
+Under a time budget a process of round 0 starts only while it fits what the reserved second look
+leaves (driver/study/budget.py: round0_gate, weighed once the timing lock is held, on every cell
+and duet file of the machine);
 one that does not is written as skipped and `not_reached`, with what was spent, without starting
 the cell's process.
 """
@@ -238,15 +239,24 @@ def child_python(manifest, use_path_python):
     return manifest["python_executable"]
 
 
-def round_budget_s(machine, repeat):
-    """The time budget that round `repeat`'s order file states (round 0 under a budget:
-    plan.order_document), or None."""
+def round_budget(machine, repeat):
+    """(time budget, reserve) that round `repeat`'s order file states (round 0 under a budget:
+    plan.order_document; the reserve: the tiers whose second look comes before round 0, config
+    duets.before_cells), or (None, None)."""
     try:
         with open(layout.order_path(layout.base_machine(machine), repeat)) as handle:
-            value = json.load(handle).get("time_budget_s")
+            doc = json.load(handle)
+        value = doc.get("time_budget_s")
     except (OSError, ValueError, AttributeError):
-        return None
-    return None if value is None else float(value)
+        return None, None
+    return (None if value is None else float(value)), doc.get("reserve")
+
+
+def reserve_cache(machine):
+    """Where round 0's gate keeps the reserved rows of the machine's first look
+    (budget.second_look_reserve_s): beside round 0's order file (published with it)."""
+    order = layout.order_path(layout.base_machine(machine), 0)
+    return os.path.join(os.path.dirname(order), "second_look_reserve.json")
 
 
 def not_reached(rec, late):
@@ -254,10 +264,13 @@ def not_reached(rec, late):
     of the process it did not start (budget.round0_gate)."""
     each = late["cell_process"]["seconds"]
     rec.update(status="skipped", not_reached=True, time_budget=late, reason=(
-        "not reached: %.1f of the time budget's %.1f min were spent, and a cell process takes "
-        "about %s here; a run with a larger budget continues the study (the not_decided table "
-        "gives the command)" % (late["spent_s"] / 60.0, late["time_budget_s"] / 60.0,
-                                "%.1f s" % each if each == each else "an unknown time")))
+        "not reached: %.1f of the time budget's %.1f min were spent%s, and a cell process "
+        "takes about %s here; a run with a larger budget continues the study (the not_decided "
+        "table gives the command)" % (
+            late["spent_s"] / 60.0, late["time_budget_s"] / 60.0,
+            " and %.1f min are held for the second look" % (late["reserved_s"] / 60.0)
+            if late.get("reserved_s") else "",
+            "%.1f s" % each if each == each else "an unknown time")))
     return rec
 
 
@@ -308,12 +321,13 @@ def supervise(args):
            "--foreign-cpu-max-share", str(args.foreign_cpu_max_share), "--out", tmp]
     print("[tfspeed] %s/%s repeat %d: waiting for the timing lock" % (
         args.env, rec["cell_id"], args.repeat), flush=True)
-    time_budget_s = round_budget_s(args.machine, args.repeat)
+    time_budget_s, reserve = round_budget(args.machine, args.repeat)
     with machine_lock(args.lock):
         if time_budget_s is not None:
             late = budget.round0_gate(*budget.timing_files(args.machine), time_budget_s,
                                       json.loads(args.rule).get("budget_s") or 0.5,
-                                      layout.base_machine(args.machine))
+                                      layout.base_machine(args.machine), reserve=reserve,
+                                      cache=reserve_cache(args.machine))
             if late:
                 record.write(args.out, not_reached(rec, late))
                 print("[tfspeed] %s" % rec["reason"], flush=True)

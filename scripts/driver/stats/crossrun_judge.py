@@ -46,7 +46,7 @@ def rows_check(est_a, se_a, df_a, est_b, se_b, df_b, centre: bool, sims: int = S
                    design="two looks, replayed")
         if float(design.round_sd.max()) > 0:  # rows of a group sharing each round's state
             out["round_sd"] = round(float(design.round_sd.max()), 4)  # a row's at most sigma
-        patterns = crossrun_power.PATTERNS if design.left is None else ("row",)
+        patterns = ("row",) if design.derived else crossrun_power.PATTERNS
         out["power"] = crossrun_power.design_power_table(design, ref, sims=sims, seed=seed,
                                                          patterns=patterns)
         return out

@@ -7,7 +7,9 @@ judges the common shift and the spread about it (crossrun_judge.rows_check) with
 Where the runs took a second look at some duets, the check is read against that design replayed
 (`row_design`: a crossrun_power.Design of the matched rows, built from the duets rows both runs
 hold, `base_rows`); a derived row (duets_releases, machines_compared) names its two duets rows,
-so neighbours that share one stay correlated in the replay. With three runs or more,
+and a duets_graph_vs_eager row its three (the version's graph and eager rows and the reference's
+graph-vs-eager row, which every row of that table shares), so neighbours that share one stay
+correlated in the replay. With three runs or more,
 `pooled_rows` tests the runs' offsets together.
 """
 import numpy as np
@@ -18,12 +20,16 @@ from driver.stats import calibration, crossrun_judge, crossrun_power, verdicts
 MACHINE = "machine_key"  # the machine a row belongs to, as both sides are matched
 # what names a row of the tables rows_calibration reads, beside duets' and pairs' (env, cell_id)
 ROW_KEYS = {"duets_releases": ["mode", "api", "input", "left_env", "right_env", "left_keras",
-                               "right_keras"]}
+                               "right_keras"],
+            "duets_graph_vs_eager": ["api", "input", "env", "keras"]}
 # a table's estimate, its se, df and verdict columns, where they are not the duets' own
 EST_COLS = {"machines_compared": ("interaction", "interaction_se_log", "interaction_df",
                                   "machine_effect")}
 # the tables built from duets rows: how each row names its two duets rows (machine, env, keys)
-DERIVED = ("duets_releases", "machines_compared")
+DERIVED = ("duets_releases", "machines_compared", "duets_graph_vs_eager")
+# the column compare-runs marks the duets_modes rows with among the base rows of
+# duets_graph_vs_eager (the reference's graph against its eager cell)
+MODES_ROW = "modes_row"
 
 
 def agreement(va: pd.Series, vb: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -100,6 +106,8 @@ def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: flo
         if "group" in kw:
             kw.update(group=kw["group"][rows], round_sd=kw["round_sd"][rows])
         return crossrun_power.Design(*(np.asarray(c)[rows] for c in cols), **kw)
+    if table == "duets_graph_vs_eager":
+        return _graph_vs_eager_design(both, base, cols, kw)
     if table == "machines_compared":
         pairs = [(index.get((f"{m.split(' vs ')[0]}", e, c)),
                   index.get((f"{m.split(' vs ')[-1]}", e, c)))
@@ -116,6 +124,39 @@ def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: flo
         return None
     left, right = zip(*pairs)
     return crossrun_power.Design(*cols, left=left, right=right, **kw)
+
+
+def _graph_vs_eager_design(both: pd.DataFrame, base: pd.DataFrame, cols, kw):
+    """duets_graph_vs_eager's design: each derived row the version's graph duets row minus its
+    eager row plus the reference's graph-vs-eager row (a duets_modes row, marked MODES_ROW in
+    `base`), df the smallest of the three; the reference's own row its duets_modes row alone.
+    None where a row's parts are not all among the base rows."""
+    flag = f"{MODES_ROW}_a" if f"{MODES_ROW}_a" in base.columns else MODES_ROW
+    if flag not in base.columns:
+        return None
+    marked = base[flag].fillna(False).astype(bool).to_numpy()
+    refs, by = {}, {}
+    for n, (m, e, mo, a, i, k) in enumerate(zip(base[MACHINE], base["env"], base["mode_a"],
+                                               base["api_a"], base["input_a"], base["keras_a"])):
+        if marked[n]:
+            refs[(m, e, a, i)] = n
+        else:
+            by[(m, e, mo, a, i, k)] = n
+    parts = []
+    side = "_a" if "source_a" in both.columns else ""  # the matched table, or one run's
+    for r in both.to_dict("records"):
+        m = r[MACHINE]
+        ref = refs.get((m, r[f"reference_env{side}"], r["api"], r["input"]))
+        if str(r[f"source{side}"]) != "derived":
+            parts.append(None if ref is None else [(ref, 1.0)])
+            continue
+        graph = by.get((m, r["env"], "graph", r["api"], r["input"], r["keras"]))
+        eager = by.get((m, r["env"], "eager", r["api"], r["input"], r["keras"]))
+        parts.append(None if None in (ref, graph, eager) else
+                     [(graph, 1.0), (eager, -1.0), (ref, 1.0)])
+    if not parts or any(p is None for p in parts):
+        return None
+    return crossrun_power.Design(*cols, parts=parts, **kw)
 
 
 def decided_by_mode(tabs) -> dict:

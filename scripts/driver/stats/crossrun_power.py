@@ -160,17 +160,21 @@ class Design:
     """The rows of a table as the two-look design made them, for simulation.
 
     mu, sigma: each base row's true mean and sd of one replicate (logs); n1, n2: replicates at
-    look 1 and in all; family: the BH family each base row belongs to (an int per row);
-    left, right: for a derived table, the base rows whose difference each derived row is
-    (duets_releases: later and earlier release; machines_compared: left and right machine);
-    None for the base table itself. group, round_sd: rows of one group share, in replicate
-    round k, one draw of sd round_sd (the group's; part of sigma, not added to it): a state every
-    row of a round shares (the machine over that stretch of the run, or a fork helper renewed
-    every round, config duets.renew_helpers), which each row's interval carries but which makes
-    the rows of a group move together; None: rows independent."""
+    look 1 and in all; family: the BH family each base row belongs to (an int per row); left,
+    right: for a derived table, the base rows whose difference each derived row is
+    (duets_releases: later and earlier release; machines_compared: left and right machine); None
+    for the base table itself. parts, for a derived table whose rows sum more than two base rows
+    (duets_graph_vs_eager: the version's graph row, minus its eager row, plus the reference's
+    graph-vs-eager row): per derived row a list of (base row, sign), its df the smallest of its
+    parts' (that table's rule) where left and right take Welch's. group, round_sd: rows of one
+    group share, in replicate round k, one draw of sd round_sd (the group's; part of sigma, not
+    added to it): a state every row of a round shares (the machine over that stretch of the run,
+    or a fork helper renewed every round, config duets.renew_helpers), which each row's interval
+    carries but which makes the rows of a group move together; None: rows independent."""
 
     def __init__(self, mu, sigma, n1, n2, family=None, left=None, right=None, q: float = 0.05,
-                 margin: float = 0.10, alpha_eq: float = 0.05, group=None, round_sd=None):
+                 margin: float = 0.10, alpha_eq: float = 0.05, group=None, round_sd=None,
+                 parts=None):
         self.mu, self.sigma = np.asarray(mu, float), np.asarray(sigma, float)
         self.group = np.zeros(self.mu.size, int) if group is None else np.asarray(group, int)
         self.round_sd = (np.zeros(self.mu.size) if round_sd is None else
@@ -179,6 +183,8 @@ class Design:
         self.family = np.zeros(self.mu.size, int) if family is None else np.asarray(family)
         self.left = None if left is None else np.asarray(left, int)
         self.right = None if right is None else np.asarray(right, int)
+        self.parts = None if parts is None else [[(int(i), float(sign)) for i, sign in row]
+                                                 for row in parts]
         self.q, self.margin, self.alpha_eq = q, math.log1p(margin), alpha_eq
 
     @property
@@ -186,7 +192,13 @@ class Design:
         return bool((self.n2 > self.n1).any())
 
     @property
+    def derived(self) -> bool:
+        return self.left is not None or self.parts is not None
+
+    @property
     def rows(self) -> int:
+        if self.parts is not None:
+            return len(self.parts)
         return self.mu.size if self.left is None else self.left.size
 
 
@@ -254,7 +266,15 @@ def replay(design: Design, sims: int, rng) -> tuple[np.ndarray, ...]:
 
 
 def _derive(design: Design, est, se, dof, var):
-    """The derived table's rows from the base rows (Welch: the two rows' duets independent)."""
+    """The derived table's rows from the base rows (Welch: the two rows' duets independent;
+    `parts`: signed sums of independent rows, df the smallest of theirs)."""
+    if design.parts is not None:
+        cols = [np.array([i for i, _ in row]) for row in design.parts]
+        signs = [np.array([sign for _, sign in row]) for row in design.parts]
+        return (np.stack([est[:, c] @ s for c, s in zip(cols, signs)], axis=1),
+                np.stack([np.sqrt((se[:, c] ** 2).sum(axis=1)) for c in cols], axis=1),
+                np.stack([dof[:, c].min(axis=1) for c in cols], axis=1),
+                np.stack([var[:, c].sum(axis=1) for c in cols], axis=1))
     if design.left is None:
         return est, se, dof, var
     i, j = design.left, design.right

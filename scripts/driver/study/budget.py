@@ -2,10 +2,11 @@
 machine after its env builds (docs/design.md "One budget"), spent in this order of priority:
 
 1. the first look of every paired row (the headline's duets, the pairs, their A/A rows): always
-   run; then round 0 of the cells (every cell's first process), each process only while it fits:
-   one that would end past the budget is not started (`round0_gate`: supervise_cell.py writes its
-   file as skipped and not reached, without timing it);
-2. the paired rows' second look: the open rows closest to a decision per second, while they fit
+   run; then round 0 of the cells (every cell's first process), each process only while it fits
+   what the second look of the headline's open rows (config `duets.before_cells`) leaves: one
+   that would end past that is not started (`round0_gate`, `second_look_reserve_s`:
+   supervise_cell.py writes its file as skipped and not reached, without timing it);
+2. the paired rows' second look in the study's order of priority, the headline's rows first
    (driver/tables/second_look.py, the checkpoint plan_duets, which runs after round 0's cells and
    so counts what they cost);
 3. rounds 1 .. repeats - 1 of the cells, each whole round while it fits (`next_full_round`);
@@ -20,6 +21,7 @@ second look and the extra rounds get `allocation.budget_s` seconds, as before;
 """
 import datetime
 import glob
+import hashlib
 import json
 import math
 import os
@@ -153,19 +155,96 @@ def timing_files(machine: str, results: str = layout.RESULTS) -> tuple[list[dict
             [r for p, r in found if duets in os.sep + p])
 
 
+def _first_look(duets: Iterable[Mapping]) -> list[Mapping]:
+    return [d for d in duets if not layout.is_twin(str(d.get("machine", "")))
+            and int(d.get("replicate", 0)) < int((d.get("design") or {}).get("replicates",
+                                                                            10 ** 6))]
+
+
+def _row_key(rec: Mapping) -> str:
+    """A duet file's row, without the tables' imports: its env and both cells as written."""
+    return "|".join((str(rec.get("env")), json.dumps(rec.get("cell"), sort_keys=True),
+                     json.dumps(rec.get("reference_cell"), sort_keys=True)))
+
+
+def reserve_rows(duets: Iterable[Mapping], reserve: Mapping, gap_s: float) -> list[dict]:
+    """The rows whose second look is reserved before round 0 (`reserve`: round 0's order file's
+    `reserve`: config duets.before_cells as the highest tier of driver/tables/second_look.TIERS
+    it takes, with the study's q, level, min_effect and alpha_equivalence): each open row of
+    those tiers after the first look `duets`, with its replicates in all (`n_max`) and one
+    replicate's cost (its own duet time plus the job gap), as the checkpoint plan_duets plans
+    them; `key` names the row's files (_row_key)."""
+    from driver.tables import second_look  # pandas and scipy: only where the rows are computed
+    from driver.tables.duets import row_id
+
+    duets = list(duets)
+    rows, _, _ = second_look.plan_items(
+        duets, gap_s, level=float(reserve.get("level", 0.95)), q=float(reserve.get("q", 0.05)),
+        min_effect=float(reserve.get("min_effect", 0.10)),
+        alpha_equivalence=float(reserve.get("alpha_equivalence", 0.05)))
+    keys = {(d["env"], row_id(d)): _row_key(d) for d in duets}
+    top = int(reserve.get("tier", -1))
+    return [{"env": r["env"], "cell_id": r["cell_id"], "key": keys[(r["env"], r["cell_id"])],
+             "n_max": int(r["n_max"]),
+             "each_s": float(r["cost_s"]) / max(1, int(r["n_max"]) - int(r["n"]))}
+            for r in rows if second_look.tier(r) <= top]
+
+
+def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap_s: float,
+                          cache: str | None = None) -> float:
+    """Seconds of the reserved rows' second look not yet run (`reserve_rows`: per row, the
+    replicates it still lacks of n_max, at its cost): what round 0 of the cells leaves to them.
+    0 without a reserve. The rows are computed once per first look and kept in `cache` (a JSON
+    file beside round 0's order file): every cell process of round 0 weighs the gate, and
+    computing the rows imports the tables (a second or so)."""
+    if not reserve or int(reserve.get("tier", -1)) < 0:
+        return 0.0
+    duets = [d for d in duets if not layout.is_twin(str(d.get("machine", "")))]
+    first = _first_look(duets)
+    key = sorted(f"{_row_key(d)}|{d.get('replicate')}" for d in first)
+    key = f"{len(key)}:{hash_of(key + [json.dumps(dict(reserve), sort_keys=True)])}"
+    rows = None
+    if cache and os.path.exists(cache):
+        try:
+            with open(cache) as handle:
+                kept = json.load(handle)
+            rows = kept["rows"] if kept.get("key") == key else None
+        except (OSError, ValueError, KeyError):
+            rows = None
+    if rows is None:
+        rows = reserve_rows(first, reserve, gap_s)
+        if cache:
+            from tfspeed.atomic import write_text
+
+            os.makedirs(os.path.dirname(cache) or ".", exist_ok=True)
+            write_text(cache, json.dumps({"key": key, "rows": rows}, indent=1) + "\n")
+    have: dict[str, int] = {}
+    for d in duets:
+        have[_row_key(d)] = have.get(_row_key(d), 0) + 1
+    return float(sum(max(0, r["n_max"] - have.get(r["key"], 0)) * r["each_s"] for r in rows))
+
+
+def hash_of(items: list[str]) -> str:
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
+
+
 def round0_gate(cells: Iterable[Mapping], duets: Iterable[Mapping], time_budget_s: float,
-                sampling_s: float = 0.5, machine: str | None = None) -> dict | None:
+                sampling_s: float = 0.5, machine: str | None = None,
+                reserve: Mapping | None = None, cache: str | None = None) -> dict | None:
     """Whether a cell process of round 0 may start under the time budget: None when it would end
-    within it (what every cell process and duet so far spent, plus one cell process at this
-    machine's cost, `cell_process_s`), else what the cell's file records as not reached: the
-    budget, what was spent and the predicted cost of the process (the not_decided table sums
-    those into the minutes and the command that continue the run). Files of `machine` (its base
-    key: twins too), or of every machine."""
+    within what the reserved second look leaves of it (what every cell process and duet so far
+    spent, plus one cell process at this machine's cost, `cell_process_s`, plus the reserved
+    rows' second look still to run, `second_look_reserve_s`), else what the cell's file records
+    as not reached: the budget, what was spent, what was reserved and the predicted cost of the
+    process (the not_decided table sums those into the minutes and the command that continue
+    the run). Files of `machine` (its base key: twins too), or of every machine."""
     mine = lambda r: machine is None or layout.base_machine(r["machine"]) == machine  # noqa: E731
     cells, duets = [c for c in cells if mine(c)], [d for d in duets if mine(d)]
     cost = cell_process_s(duets, cells, sampling_s)
     each = cost["seconds"] if math.isfinite(cost["seconds"]) else 0.0
     spent = spent_s(cells, duets)
-    if spent + each <= float(time_budget_s):
+    held = second_look_reserve_s(duets, reserve, cost["job_gap_s"], cache)
+    if spent + each + held <= float(time_budget_s):
         return None
-    return {"time_budget_s": float(time_budget_s), "spent_s": spent, "cell_process": cost}
+    return {"time_budget_s": float(time_budget_s), "spent_s": spent, "reserved_s": held,
+            "cell_process": cost}

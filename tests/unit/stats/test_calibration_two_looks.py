@@ -37,9 +37,33 @@ def ci(k, n):
     return got.low, got.high
 
 
+def graph_vs_eager_tables():
+    """The fixture's duets, a planted duets_modes row (the reference's graph against its eager
+    cell: 8 duets at look 1 and 20 in all, as duets.graph_vs_eager 2 makes them) and the
+    duets_graph_vs_eager table the study builds from both."""
+    from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table
+
+    duets = pd.read_csv(FIXTURE / "duets.csv")
+    ref = duets[duets["mode"] == "graph"].iloc[0].copy()
+    eager_id = ref["cell_id"].replace(".graph.", ".eager.")
+    ref.update({"env": "tf1.14", "left_env": "tf1.14", "left_framework_version": "1.14.0",
+                "cell_id": f"{ref['cell_id']}~{eager_id}", "right_cell_id": eager_id,
+                "n": 8, "n_look1": 8, "n_max": 20, "log_ratio": np.log(0.6), "ratio": 0.6,
+                "sd_log": 0.05, "se_log": 0.05 / np.sqrt(8), "df": 7, "verdict": "left_faster"})
+    modes = pd.DataFrame([ref])
+    return duets, modes, duets_graph_vs_eager_table(duets, modes)
+
+
 def fixture_design(table="duets"):
     duets = compare_runs.keyed(pd.read_csv(FIXTURE / "duets.csv"), None)
     base = crossrun_looks.base_rows([duets, duets])
+    if table == "duets_graph_vs_eager":
+        raw, modes, gve = graph_vs_eager_tables()
+        tab = compare_runs.keyed(pd.concat(
+            [raw.assign(**{crossrun_looks.MODES_ROW: False}),
+             modes.assign(**{crossrun_looks.MODES_ROW: True})], ignore_index=True), None)
+        return crossrun_looks.row_design(compare_runs.keyed(gve, None), table,
+                                         crossrun_looks.base_rows([tab, tab]))
     if table == "duets":
         return crossrun_looks.row_design(duets, "duets", base)
     rel = compare_runs.keyed(pd.read_csv(FIXTURE / "duets_releases.csv"), None)
@@ -107,7 +131,7 @@ def test_the_chi_square_reference_fails_correct_intervals_too_often_under_two_lo
     assert lo > STATED  # the defect: 0.14 (duets), 0.20 (releases) in statistics-4
 
 
-@pytest.mark.parametrize("table", ["duets", "duets_releases"])
+@pytest.mark.parametrize("table", ["duets", "duets_releases", "duets_graph_vs_eager"])
 def test_read_against_the_replayed_design_the_size_holds_and_15x_narrow_fails(table):
     design = fixture_design(table)
     ref = crossrun_power.reference(design, sims=4000, seed=1)
@@ -145,6 +169,43 @@ def test_every_paired_and_derived_table_of_two_look_runs_is_judged_under_the_des
         got["machines_compared"], "cells_calibration": {"check": {"n": 0}},
         "comparisons_calibration": {"check": {"n": 0}}}))
     assert text.count("the two-look design replayed") == 2 and "stated at most 8%" in text
+
+
+def test_graph_vs_eager_rows_are_replayed_from_their_three_duets_rows(tmp_path):
+    """duets_graph_vs_eager's rows: each version's graph row minus its eager row plus the one
+    reference row, df the smallest (the table's own rule); compare-runs reads the duets_modes
+    rows beside the duets and judges the table under the replayed design. A run whose reference
+    row moved by 0.12 in log (about four times its two runs' combined se) moves every derived
+    row alike: the check fails on the shift."""
+    duets, modes, gve = graph_vs_eager_tables()
+    design = fixture_design("duets_graph_vs_eager")
+    assert design is not None and design.two_looks and design.rows == len(gve) > 20
+    derived = [p for p in design.parts if len(p) == 3]
+    assert len(derived) == len(gve) - 1 and {sign for p in derived for _, sign in p} == {1, -1}
+    ref = {p[2][0] for p in derived}
+    assert len(ref) == 1 and design.n2[ref.pop()] == 20  # one shared row, 20 duets
+    # the replayed rows are the table's: the estimate and se of one simulated run
+    est, se, dof, var = crossrun_power._derive(design, *crossrun_power.replay(
+        design, 5, np.random.default_rng(0)))
+    assert est.shape == (5, len(gve)) and (dof <= 7).all()
+    moved = modes.assign(log_ratio=modes["log_ratio"] + 0.12)
+    for side, rows in (("a", modes), ("b", moved)):
+        folder = copy_tables(FIXTURE, tmp_path / side)
+        rows.to_csv(folder / "duets_modes.csv", index=False)
+        pd.DataFrame([{"machine": duets["machine"].iloc[0], "env": "tf2.0", "cell_id": "c",
+                       "status": "ok", "median_s": 0.01, "ci_low_s": 0.0097,
+                       "ci_high_s": 0.0103}]).to_csv(folder / "cells.csv", index=False)
+        from driver.tables.duets_graph_vs_eager import duets_graph_vs_eager_table
+        duets_graph_vs_eager_table(duets, rows).to_csv(folder / "duets_graph_vs_eager.csv",
+                                                       index=False)
+    same = compare_runs.duets_calibration(tmp_path / "a", tmp_path / "a", sims=300,
+                                          table="duets_graph_vs_eager")
+    assert same["design"] == "two looks" and same["ok"] and same["matched"] == len(gve)
+    assert same["check"]["power"]["row 1.5x"]["rate"] >= 0.8
+    shifted = compare_runs.duets_calibration(tmp_path / "a", tmp_path / "b", sims=300,
+                                             table="duets_graph_vs_eager")
+    assert shifted["design"] == "two looks" and not shifted["ok"]
+    assert "every row moved alike" in shifted["check"]["why"]
 
 
 # -- 3. the A/A rows at the headline's own per-test level -----------------------------------------

@@ -123,3 +123,75 @@ def test_the_gate_reads_this_machines_files_as_they_are(tmp_path):
     put("duets/m/tf2.0/b.r0.json", '{"machine": "m", "n": ')
     cells, duets = timing_files("m", results=str(tmp_path))
     assert sorted(c["n"] for c in cells) == [1, 2] and [d["n"] for d in duets] == [4]
+
+
+def reserve_records(extra=0):
+    """A first look of 4 replicates a row (real duet files, supervise_duet.summarize): tf2.1
+    graph open (its replicates spread about 1), tf2.2 graph decided (1.5x), a pair in tf2.21
+    open; `extra` second-look replicates of tf2.1 on top."""
+    import numpy as np
+    from test_redecide import duet as duet_file
+
+    rng = np.random.default_rng(3)
+    spread = [1.15, 0.92, 1.1, 0.95, 1.0, 1.05]
+    out = []
+    for env, ratios, kind in (("tf2.1", spread[:4] + spread[4:4 + extra], "duet"),
+                              ("tf2.2", [1.5, 1.52, 1.48, 1.51], "duet"),
+                              ("tf2.21", spread[:4], "pair")):
+        for rep, ratio in enumerate(ratios):
+            rec = duet_file(env, "graph", rep, ratio, rng, windows=6, kind=kind)
+            rec.update(wall_s=5.0, started_utc=f"2026-12-02T10:{len(out):02d}:00")
+            out.append(rec)
+    return out
+
+
+def test_round0_leaves_the_headlines_second_look_what_it_needs(tmp_path):
+    """config duets.before_cells (round 0's order file's `reserve`): the gate holds back the
+    second look of the headline's open rows (tier 0: 6 more duets of tf2.1 at its 5 s), not a
+    decided row's nor an open pair's (tier 1, only with `paired`); what a row's second look
+    has already run is no longer held; the rows are kept in the cache and read from it."""
+    import json
+
+    from driver.study.budget import round0_gate, second_look_reserve_s
+
+    sys_path_tests()
+    reserve = {"tier": 0, "q": 0.05, "level": 0.95, "min_effect": 0.10,
+               "alpha_equivalence": 0.05}
+    first = reserve_records()
+    cache = tmp_path / "m.reserve.json"
+    held = second_look_reserve_s(first, reserve, 0.0, str(cache))
+    assert held == 6 * 5.0 and cache.exists()
+    rows = json.loads(cache.read_text())["rows"]
+    assert [(r["env"], r["n_max"]) for r in rows] == [("tf2.1", 10)]
+    assert second_look_reserve_s(first, dict(reserve, tier=1), 0.0, None) == 12 * 5.0
+    assert second_look_reserve_s(first, dict(reserve, tier=-1), 0.0, None) == 0.0
+    assert second_look_reserve_s(first, None, 0.0, None) == 0.0
+    # two of its six duets run: four held; the cache answers (a planted row would show)
+    planted = json.loads(cache.read_text())
+    planted["rows"][0]["each_s"] = 7.0
+    cache.write_text(json.dumps(planted))
+    assert second_look_reserve_s(reserve_records(extra=2), reserve, 0.0, str(cache)) == 4 * 7.0
+    # another first look (a row more) is not the cached one: computed again
+    more = first + [dict(first[0], env="tf2.9")]
+    assert second_look_reserve_s(more, reserve, 0.0, str(cache)) != 4 * 7.0
+    # the gate: 12 duets of 5 s and a cell of 3 s spent (gaps a minute long are pauses, not
+    # counted), a cell process 3 s: 66 s, and 30 s held
+    cells = [{"machine": "m", "repeat": 0, "provenance": {"cell_wall_s": 3.0},
+              "started_utc": "2026-12-02T11:00:00"}]
+    cache.unlink()
+    assert round0_gate(cells, first, 66.0 + 30.0, machine="m", reserve=reserve,
+                       cache=str(cache)) is None
+    late = round0_gate(cells, first, 65.9 + 30.0, machine="m", reserve=reserve,
+                       cache=str(cache))
+    assert late["reserved_s"] == 30.0 and late["spent_s"] == 63.0
+    assert round0_gate(cells, first, 65.9 + 30.0, machine="m") is None  # without: it fits
+
+
+def sys_path_tests():
+    """test_redecide's duet factory: tests/unit/tables on the path."""
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[1] / "tables")
+    if here not in sys.path:
+        sys.path.insert(0, here)
