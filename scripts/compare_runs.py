@@ -284,16 +284,17 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
 
 
 def with_modes_rows(duets: pd.DataFrame, folder, mapping) -> pd.DataFrame:
-    """A run's duets rows and its duets_modes rows (the reference's graph against its eager
-    cell), these marked crossrun_looks.MODES_ROW: the base rows duets_graph_vs_eager sums."""
+    """A run's duets rows and the reference's graph-vs-eager row (crossrun_looks.modes_rows,
+    from its duets_graph_vs_eager table), marked crossrun_looks.MODES_ROW: the base rows
+    duets_graph_vs_eager sums."""
     res = _results(folder)
-    if duets.empty or not res.has("duets_modes"):
+    if duets.empty or not res.has("duets_graph_vs_eager"):
         return duets
-    modes = keyed(res.table("duets_modes"), mapping)
+    modes = crossrun_looks.modes_rows(keyed(res.table("duets_graph_vs_eager"), mapping), duets)
     if modes.empty:
         return duets
-    return pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}),
-                      modes.assign(**{crossrun_looks.MODES_ROW: True})], ignore_index=True)
+    return pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}), modes],
+                     ignore_index=True)
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:

@@ -126,6 +126,29 @@ def row_design(both: pd.DataFrame, table: str, base: pd.DataFrame | None, q: flo
     return crossrun_power.Design(*cols, left=left, right=right, **kw)
 
 
+def modes_rows(gve: pd.DataFrame, duets: pd.DataFrame) -> pd.DataFrame:
+    """The reference's graph-vs-eager duets rows (family duets_modes, not a table of their own)
+    as base rows, from duets_graph_vs_eager's own rows (source `duet`): its estimate, se, df and
+    duets (`reference_n`); its looks are duets.graph_vs_eager times the headline's (k, read
+    from its duets: a multiple of the headline's n_max when it was extended, else of n_look1),
+    its spread of one duet se * sqrt(n). Marked MODES_ROW; keyed as `duets` (MACHINE)."""
+    if gve is None or gve.empty or duets is None or duets.empty or "source" not in gve.columns:
+        return pd.DataFrame()
+    out = []
+    for r in gve[gve["source"].astype(str) == "duet"].to_dict("records"):
+        mine = duets[duets[MACHINE] == r[MACHINE]]
+        if mine.empty or not np.isfinite(float(r.get("se_log", np.nan))):
+            continue
+        n1h, n2h, n = int(mine["n_look1"].max()), int(mine["n_max"].max()), int(r["reference_n"])
+        k = n // n2h if n >= n2h and n % n2h == 0 else max(1, round(n / max(1, n1h)))
+        out.append({MACHINE: r[MACHINE], "env": r["env"], "cell_id": f"{r['env']}~modes",
+                    "mode": "graph", "api": r["api"], "input": r["input"], "keras": r["keras"],
+                    "log_ratio": r["log_ratio"], "se_log": r["se_log"], "df": r["df"],
+                    "sd_log": float(r["se_log"]) * np.sqrt(n), "n": n, "n_look1": k * n1h,
+                    "n_max": k * n2h, MODES_ROW: True})
+    return pd.DataFrame(out)
+
+
 def _graph_vs_eager_design(both: pd.DataFrame, base: pd.DataFrame, cols, kw):
     """duets_graph_vs_eager's design: each derived row the version's graph duets row minus its
     eager row plus the reference's graph-vs-eager row (a duets_modes row, marked MODES_ROW in

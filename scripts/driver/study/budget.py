@@ -162,8 +162,10 @@ def _first_look(duets: Iterable[Mapping]) -> list[Mapping]:
 
 
 def _row_key(rec: Mapping) -> str:
-    """A duet file's row, without the tables' imports: its env and both cells as written."""
-    return "|".join((str(rec.get("env")), json.dumps(rec.get("cell"), sort_keys=True),
+    """A duet file's row, without the tables' imports: its kind (a duet's A/A row and a pair's
+    can time the same cell against itself), env and both cells as written."""
+    return "|".join((str(rec.get("kind")), str(rec.get("env")),
+                     json.dumps(rec.get("cell"), sort_keys=True),
                      json.dumps(rec.get("reference_cell"), sort_keys=True)))
 
 

@@ -58,12 +58,11 @@ def fixture_design(table="duets"):
     duets = compare_runs.keyed(pd.read_csv(FIXTURE / "duets.csv"), None)
     base = crossrun_looks.base_rows([duets, duets])
     if table == "duets_graph_vs_eager":
-        raw, modes, gve = graph_vs_eager_tables()
-        tab = compare_runs.keyed(pd.concat(
-            [raw.assign(**{crossrun_looks.MODES_ROW: False}),
-             modes.assign(**{crossrun_looks.MODES_ROW: True})], ignore_index=True), None)
-        return crossrun_looks.row_design(compare_runs.keyed(gve, None), table,
-                                         crossrun_looks.base_rows([tab, tab]))
+        raw, _, gve = graph_vs_eager_tables()
+        gve = compare_runs.keyed(gve, None)
+        tab = pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}),
+                         crossrun_looks.modes_rows(gve, duets)], ignore_index=True)
+        return crossrun_looks.row_design(gve, table, crossrun_looks.base_rows([tab, tab]))
     if table == "duets":
         return crossrun_looks.row_design(duets, "duets", base)
     rel = compare_runs.keyed(pd.read_csv(FIXTURE / "duets_releases.csv"), None)
@@ -173,8 +172,9 @@ def test_every_paired_and_derived_table_of_two_look_runs_is_judged_under_the_des
 
 def test_graph_vs_eager_rows_are_replayed_from_their_three_duets_rows(tmp_path):
     """duets_graph_vs_eager's rows: each version's graph row minus its eager row plus the one
-    reference row, df the smallest (the table's own rule); compare-runs reads the duets_modes
-    rows beside the duets and judges the table under the replayed design. A run whose reference
+    reference row, df the smallest (the table's own rule); compare-runs reads the reference row
+    from the table's own `duet` row (its looks twice the headline's) beside the duets and judges
+    the table under the replayed design. A run whose reference
     row moved by 0.12 in log (about four times its two runs' combined se) moves every derived
     row alike: the check fails on the shift."""
     duets, modes, gve = graph_vs_eager_tables()
@@ -189,9 +189,8 @@ def test_graph_vs_eager_rows_are_replayed_from_their_three_duets_rows(tmp_path):
         design, 5, np.random.default_rng(0)))
     assert est.shape == (5, len(gve)) and (dof <= 7).all()
     moved = modes.assign(log_ratio=modes["log_ratio"] + 0.12)
-    for side, rows in (("a", modes), ("b", moved)):
+    for side, rows in (("a", modes), ("b", moved)):  # the study writes no duets_modes table
         folder = copy_tables(FIXTURE, tmp_path / side)
-        rows.to_csv(folder / "duets_modes.csv", index=False)
         pd.DataFrame([{"machine": duets["machine"].iloc[0], "env": "tf2.0", "cell_id": "c",
                        "status": "ok", "median_s": 0.01, "ci_low_s": 0.0097,
                        "ci_high_s": 0.0103}]).to_csv(folder / "cells.csv", index=False)

@@ -185,6 +185,11 @@ def test_round0_leaves_the_headlines_second_look_what_it_needs(tmp_path):
                        cache=str(cache))
     assert late["reserved_s"] == 30.0 and late["spent_s"] == 63.0
     assert round0_gate(cells, first, 65.9 + 30.0, machine="m") is None  # without: it fits
+    # a duet's A/A row and a pair's A/A row of the same cell are two rows: counted apart
+    from driver.study.budget import _row_key
+
+    aa = dict(first[0], env="tf1.14", reference_cell=first[0]["cell"])
+    assert _row_key(aa) != _row_key(dict(aa, kind="pair"))
 
 
 def sys_path_tests():
