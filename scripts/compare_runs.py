@@ -264,7 +264,7 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
     same for the pairs in one process (pairs.csv: rows share no process either);
     table="duets_releases": for each release against the one before, from the duets;
     table="duets_graph_vs_eager": graph vs eager per version, from the duets and the
-    reference's duets_modes row (with_modes_rows);
+    reference's graph-vs-eager row (crossrun_looks.with_modes_rows);
     table="machines_compared": the machines' interaction per duets row. Rows are matched on
     the machine key too (pairing: machine_pairing). Where the runs had two looks, the check
     is judged and its power simulated under that design (crossrun_judge.rows_check; a derived
@@ -277,24 +277,10 @@ def duets_calibration(fa, fb, level: float = 0.95, sims: int = crossrun_judge.SI
                                 else pd.DataFrame() for f, m in zip((fa, fb), maps)]
                                for t in (table, base, "duet_rounds"))
     if table == "duets_graph_vs_eager":  # its rows also sum the reference's duets_modes row
-        base_tabs = [with_modes_rows(t, f, m) for t, f, m in zip(base_tabs, (fa, fb), maps)]
+        base_tabs = [crossrun_looks.with_modes_rows(b, t) for b, t in zip(base_tabs, tabs)]
     # the duets' rows of a mode share each round's state (duet_rounds' sd_round)
     return crossrun_looks.rows_calibration(tabs, base_tabs, table, level, sims,
                                            rounds=None if base == "pairs" else rounds)
-
-
-def with_modes_rows(duets: pd.DataFrame, folder, mapping) -> pd.DataFrame:
-    """A run's duets rows and the reference's graph-vs-eager row (crossrun_looks.modes_rows,
-    from its duets_graph_vs_eager table), marked crossrun_looks.MODES_ROW: the base rows
-    duets_graph_vs_eager sums."""
-    res = _results(folder)
-    if duets.empty or not res.has("duets_graph_vs_eager"):
-        return duets
-    modes = crossrun_looks.modes_rows(keyed(res.table("duets_graph_vs_eager"), mapping), duets)
-    if modes.empty:
-        return duets
-    return pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}), modes],
-                     ignore_index=True)
 
 
 def duets_pooled(folders, table: str = "duets") -> dict:

@@ -26,15 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from driver.stats import verdicts  # noqa: E402
-from driver.study import layout  # noqa: E402
+from driver.study import budget  # noqa: E402
 from driver.tables import second_look  # noqa: E402
 from driver.tables.duets import duets_table, load  # noqa: E402
 from driver.tables.duets_releases import duets_releases_table  # noqa: E402
-
-
-def first_look(records: list[dict]) -> list[dict]:
-    return [r for r in records if not layout.is_twin(str(r.get("machine", "")))
-            and int(r.get("replicate", 0)) < int((r.get("design") or {}).get("replicates", 10 ** 6))]
 
 
 def plans(records: list[dict], available_s: float, gap_s: float, q: float, margin: float,
@@ -109,7 +104,7 @@ def main(argv=None):
         sys.exit("replan: the run has no budgeted plan; give --available-s")
     gap = (args.gap_s if args.gap_s is not None
            else (own_plan.get("cell_process") or {}).get("job_gap_s", 0.0))
-    records = first_look(load(files))
+    records = budget.first_look(load(files))
     out = {"available_s": float(available), "job_gap_s": float(gap),
            "plans": plans(records, float(available), float(gap), args.q, args.margin,
                           args.alpha_equivalence),

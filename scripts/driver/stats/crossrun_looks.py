@@ -149,6 +149,16 @@ def modes_rows(gve: pd.DataFrame, duets: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def with_modes_rows(duets: pd.DataFrame, gve: pd.DataFrame) -> pd.DataFrame:
+    """One run's duets rows (keyed on MACHINE) and the reference's graph-vs-eager row read from
+    its duets_graph_vs_eager table (`modes_rows`), marked MODES_ROW: the base rows that table's
+    rows sum. The duets rows alone where the run has no such row."""
+    modes = modes_rows(gve, duets)
+    if modes.empty:
+        return duets
+    return pd.concat([duets.assign(**{MODES_ROW: False}), modes], ignore_index=True)
+
+
 def _graph_vs_eager_design(both: pd.DataFrame, base: pd.DataFrame, cols, kw):
     """duets_graph_vs_eager's design: each derived row the version's graph duets row minus its
     eager row plus the reference's graph-vs-eager row (a duets_modes row, marked MODES_ROW in

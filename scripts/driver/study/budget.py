@@ -155,7 +155,9 @@ def timing_files(machine: str, results: str = layout.RESULTS) -> tuple[list[dict
             [r for p, r in found if duets in os.sep + p])
 
 
-def _first_look(duets: Iterable[Mapping]) -> list[Mapping]:
+def first_look(duets: Iterable[Mapping]) -> list[Mapping]:
+    """The duet files of the rows' first look (replicates below the design's `replicates`),
+    twins left out: what the checkpoint plan_duets plans the second look from."""
     return [d for d in duets if not layout.is_twin(str(d.get("machine", "")))
             and int(d.get("replicate", 0)) < int((d.get("design") or {}).get("replicates",
                                                                             10 ** 6))]
@@ -202,9 +204,9 @@ def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap
     if not reserve or int(reserve.get("tier", -1)) < 0:
         return 0.0
     duets = [d for d in duets if not layout.is_twin(str(d.get("machine", "")))]
-    first = _first_look(duets)
+    first = first_look(duets)
     key = sorted(f"{_row_key(d)}|{d.get('replicate')}" for d in first)
-    key = f"{len(key)}:{hash_of(key + [json.dumps(dict(reserve), sort_keys=True)])}"
+    key = f"{len(key)}:{_hash_of(key + [json.dumps(dict(reserve), sort_keys=True)])}"
     rows = None
     if cache and os.path.exists(cache):
         try:
@@ -226,7 +228,7 @@ def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap
     return float(sum(max(0, r["n_max"] - have.get(r["key"], 0)) * r["each_s"] for r in rows))
 
 
-def hash_of(items: list[str]) -> str:
+def _hash_of(items: list[str]) -> str:
     return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
 
 

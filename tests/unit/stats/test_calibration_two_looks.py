@@ -60,8 +60,7 @@ def fixture_design(table="duets"):
     if table == "duets_graph_vs_eager":
         raw, _, gve = graph_vs_eager_tables()
         gve = compare_runs.keyed(gve, None)
-        tab = pd.concat([duets.assign(**{crossrun_looks.MODES_ROW: False}),
-                         crossrun_looks.modes_rows(gve, duets)], ignore_index=True)
+        tab = crossrun_looks.with_modes_rows(duets, gve)
         return crossrun_looks.row_design(gve, table, crossrun_looks.base_rows([tab, tab]))
     if table == "duets":
         return crossrun_looks.row_design(duets, "duets", base)
