@@ -259,6 +259,14 @@ def reserve_cache(machine):
     return os.path.join(os.path.dirname(order), "second_look_reserve.json")
 
 
+def reserve_rows(first, reserve, gap_s):
+    """The reserved rows of a first look (driver/tables/second_look.py `reserve_rows`), imported
+    only when the gate computes them (pandas and scipy: once per first look, the cache after)."""
+    from driver.tables.second_look import reserve_rows as rows
+
+    return rows(first, reserve, gap_s)
+
+
 def not_reached(rec, late):
     """The cell's record as not reached: skipped, with the budget, what was spent and the cost
     of the process it did not start (budget.round0_gate)."""
@@ -327,7 +335,7 @@ def supervise(args):
             late = budget.round0_gate(*budget.timing_files(args.machine), time_budget_s,
                                       json.loads(args.rule).get("budget_s") or 0.5,
                                       layout.base_machine(args.machine), reserve=reserve,
-                                      cache=reserve_cache(args.machine))
+                                      cache=reserve_cache(args.machine), rows_of=reserve_rows)
             if late:
                 record.write(args.out, not_reached(rec, late))
                 print("[tfspeed] %s" % rec["reason"], flush=True)

@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from statistics import median
 
 from driver.study import layout
@@ -163,7 +163,7 @@ def first_look(duets: Iterable[Mapping]) -> list[Mapping]:
                                                                             10 ** 6))]
 
 
-def _row_key(rec: Mapping) -> str:
+def row_key(rec: Mapping) -> str:
     """A duet file's row, without the tables' imports: its kind (a duet's A/A row and a pair's
     can time the same cell against itself), env and both cells as written."""
     return "|".join((str(rec.get("kind")), str(rec.get("env")),
@@ -171,41 +171,23 @@ def _row_key(rec: Mapping) -> str:
                      json.dumps(rec.get("reference_cell"), sort_keys=True)))
 
 
-def reserve_rows(duets: Iterable[Mapping], reserve: Mapping, gap_s: float) -> list[dict]:
-    """The rows whose second look is reserved before round 0 (`reserve`: round 0's order file's
-    `reserve`: config duets.before_cells as the highest tier of driver/tables/second_look.TIERS
-    it takes, with the study's q, level, min_effect and alpha_equivalence): each open row of
-    those tiers after the first look `duets`, with its replicates in all (`n_max`) and one
-    replicate's cost (its own duet time plus the job gap), as the checkpoint plan_duets plans
-    them; `key` names the row's files (_row_key)."""
-    from driver.tables import second_look  # pandas and scipy: only where the rows are computed
-    from driver.tables.duets import row_id
-
-    duets = list(duets)
-    rows, _, _ = second_look.plan_items(
-        duets, gap_s, level=float(reserve.get("level", 0.95)), q=float(reserve.get("q", 0.05)),
-        min_effect=float(reserve.get("min_effect", 0.10)),
-        alpha_equivalence=float(reserve.get("alpha_equivalence", 0.05)))
-    keys = {(d["env"], row_id(d)): _row_key(d) for d in duets}
-    top = int(reserve.get("tier", -1))
-    return [{"env": r["env"], "cell_id": r["cell_id"], "key": keys[(r["env"], r["cell_id"])],
-             "n_max": int(r["n_max"]),
-             "each_s": float(r["cost_s"]) / max(1, int(r["n_max"]) - int(r["n"]))}
-            for r in rows if second_look.tier(r) <= top]
-
-
 def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap_s: float,
-                          cache: str | None = None) -> float:
-    """Seconds of the reserved rows' second look not yet run (`reserve_rows`: per row, the
-    replicates it still lacks of n_max, at its cost): what round 0 of the cells leaves to them.
-    0 without a reserve. The rows are computed once per first look and kept in `cache` (a JSON
-    file beside round 0's order file): every cell process of round 0 weighs the gate, and
-    computing the rows imports the tables (a second or so)."""
+                          cache: str | None = None, rows_of: Callable | None = None) -> float:
+    """Seconds of the reserved rows' second look not yet run (per row, the replicates it still
+    lacks of n_max, at its cost): what round 0 of the cells leaves to them. 0 without a reserve.
+    `rows_of(first_look, reserve, gap_s)` computes the rows (the tables' second-look plan,
+    driver/tables/second_look.py `reserve_rows`: this layer imports no table; the caller,
+    supervise_cell.py, passes it). The rows are computed once per first look and kept in
+    `cache` (a JSON file beside round 0's order file): every cell process of round 0 weighs the
+    gate, and computing the rows imports the tables (a second or so)."""
     if not reserve or int(reserve.get("tier", -1)) < 0:
         return 0.0
+    if rows_of is None:
+        raise ValueError("a second-look reserve (tier %s) needs rows_of: the tables' "
+                         "second_look.reserve_rows" % reserve.get("tier"))
     duets = [d for d in duets if not layout.is_twin(str(d.get("machine", "")))]
     first = first_look(duets)
-    key = sorted(f"{_row_key(d)}|{d.get('replicate')}" for d in first)
+    key = sorted(f"{row_key(d)}|{d.get('replicate')}" for d in first)
     key = f"{len(key)}:{_hash_of(key + [json.dumps(dict(reserve), sort_keys=True)])}"
     rows = None
     if cache and os.path.exists(cache):
@@ -216,7 +198,7 @@ def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap
         except (OSError, ValueError, KeyError):
             rows = None
     if rows is None:
-        rows = reserve_rows(first, reserve, gap_s)
+        rows = rows_of(first, reserve, gap_s)
         if cache:
             from tfspeed.atomic import write_text
 
@@ -224,7 +206,7 @@ def second_look_reserve_s(duets: Iterable[Mapping], reserve: Mapping | None, gap
             write_text(cache, json.dumps({"key": key, "rows": rows}, indent=1) + "\n")
     have: dict[str, int] = {}
     for d in duets:
-        have[_row_key(d)] = have.get(_row_key(d), 0) + 1
+        have[row_key(d)] = have.get(row_key(d), 0) + 1
     return float(sum(max(0, r["n_max"] - have.get(r["key"], 0)) * r["each_s"] for r in rows))
 
 
@@ -234,7 +216,8 @@ def _hash_of(items: list[str]) -> str:
 
 def round0_gate(cells: Iterable[Mapping], duets: Iterable[Mapping], time_budget_s: float,
                 sampling_s: float = 0.5, machine: str | None = None,
-                reserve: Mapping | None = None, cache: str | None = None) -> dict | None:
+                reserve: Mapping | None = None, cache: str | None = None,
+                rows_of: Callable | None = None) -> dict | None:
     """Whether a cell process of round 0 may start under the time budget: None when it would end
     within what the reserved second look leaves of it (what every cell process and duet so far
     spent, plus one cell process at this machine's cost, `cell_process_s`, plus the reserved
@@ -247,7 +230,7 @@ def round0_gate(cells: Iterable[Mapping], duets: Iterable[Mapping], time_budget_
     cost = cell_process_s(duets, cells, sampling_s)
     each = cost["seconds"] if math.isfinite(cost["seconds"]) else 0.0
     spent = spent_s(cells, duets)
-    held = second_look_reserve_s(duets, reserve, cost["job_gap_s"], cache)
+    held = second_look_reserve_s(duets, reserve, cost["job_gap_s"], cache, rows_of)
     if spent + each + held <= float(time_budget_s):
         return None
     return {"time_budget_s": float(time_budget_s), "spent_s": spent, "reserved_s": held,

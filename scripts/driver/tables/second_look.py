@@ -205,3 +205,26 @@ def plan_items(records: list[dict], gap_s: float, level: float = 0.95, q: float 
     releases = release_items(headline, q=q, min_effect=min_effect,
                              alpha_equivalence=alpha_equivalence)
     return rows, releases, costs
+
+
+def reserve_rows(duets: Iterable[Mapping], reserve: Mapping, gap_s: float) -> list[dict]:
+    """The rows whose second look is reserved before round 0 (`reserve`: round 0's order file's
+    `reserve`: config duets.before_cells as the highest of TIERS it takes, with the study's q,
+    level, min_effect and alpha_equivalence): each open row of those tiers after the first look
+    `duets`, with its replicates in all (`n_max`) and one replicate's cost (its own duet time
+    plus the job gap), as the checkpoint plan_duets plans them; `key` names the row's files
+    (driver/study/budget.py `row_key`, which weighs them: `second_look_reserve_s`)."""
+    from driver.study.budget import row_key
+    from driver.tables.duets import row_id
+
+    duets = list(duets)
+    rows, _, _ = plan_items(
+        duets, gap_s, level=float(reserve.get("level", 0.95)), q=float(reserve.get("q", 0.05)),
+        min_effect=float(reserve.get("min_effect", 0.10)),
+        alpha_equivalence=float(reserve.get("alpha_equivalence", 0.05)))
+    keys = {(d["env"], row_id(d)): row_key(d) for d in duets}
+    top = int(reserve.get("tier", -1))
+    return [{"env": r["env"], "cell_id": r["cell_id"], "key": keys[(r["env"], r["cell_id"])],
+             "n_max": int(r["n_max"]),
+             "each_s": float(r["cost_s"]) / max(1, int(r["n_max"]) - int(r["n"]))}
+            for r in rows if tier(r) <= top]

@@ -1,5 +1,7 @@
 """The study's time budget (driver/study/budget.py): the extra rounds get what the first rounds
 left of it; allocation.budget_s alone without one; nothing when allocation is off."""
+import pytest
+
 from driver.study.budget import extra_budget_s
 
 
@@ -151,9 +153,13 @@ def test_round0_leaves_the_headlines_second_look_what_it_needs(tmp_path):
     decided row's nor an open pair's (tier 1, only with `paired`); what a row's second look
     has already run is no longer held; the rows are kept in the cache and read from it."""
     import json
+    from functools import partial
 
-    from driver.study.budget import round0_gate, second_look_reserve_s
+    from driver.study import budget
+    from driver.tables.second_look import reserve_rows
 
+    round0_gate = partial(budget.round0_gate, rows_of=reserve_rows)
+    second_look_reserve_s = partial(budget.second_look_reserve_s, rows_of=reserve_rows)
     sys_path_tests()
     reserve = {"tier": 0, "q": 0.05, "level": 0.95, "min_effect": 0.10,
                "alpha_equivalence": 0.05}
@@ -186,10 +192,11 @@ def test_round0_leaves_the_headlines_second_look_what_it_needs(tmp_path):
     assert late["reserved_s"] == 30.0 and late["spent_s"] == 63.0
     assert round0_gate(cells, first, 65.9 + 30.0, machine="m") is None  # without: it fits
     # a duet's A/A row and a pair's A/A row of the same cell are two rows: counted apart
-    from driver.study.budget import _row_key
-
     aa = dict(first[0], env="tf1.14", reference_cell=first[0]["cell"])
-    assert _row_key(aa) != _row_key(dict(aa, kind="pair"))
+    assert budget.row_key(aa) != budget.row_key(dict(aa, kind="pair"))
+    # a reserve with no way to compute its rows is an error, not a silent 0
+    with pytest.raises(ValueError, match="rows_of"):
+        budget.second_look_reserve_s(first, reserve, 0.0, None)
 
 
 def sys_path_tests():
