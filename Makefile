@@ -9,6 +9,9 @@ SNAKEMAKE := $(BIN)/snakemake
 CORES ?= 2
 CONFIG ?= presets/own_model.yaml
 ARGS ?=
+# pytest-xdist workers for the unit tests (make test); the tests that run studies and time them
+# (end-to-end, browser, cluster) always run one at a time
+TEST_WORKERS ?= auto
 
 .PHONY: help venv doctor quick study own report publish compare-runs retry-failed unlock test test-fast doctor-tests lint format reference architecture republish readme-answer lock retabulate selfbench dimension decisions redecide replan sides-check components duet-cost pair-probe slow-state measure-fork
 
@@ -58,8 +61,9 @@ unlock: venv  ## release Snakemake's lock after a crashed run (never while a run
 
 ##@ For developers
 
-test: venv  ## the whole test suite (what CI runs)
-	$(BIN)/python -m pytest -q -rs tests $(ARGS)
+test: venv  ## the whole test suite (what CI runs): the unit tests on every core, then the rest one at a time
+	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) tests/unit $(ARGS) || [ $$? = 5 ]
+	$(BIN)/python -m pytest -q -rs tests --ignore=tests/unit $(ARGS) || [ $$? = 5 ]
 
 test-fast: venv  ## the tests without e2e and slurm marks (no framework envs, no cluster; the browser tests run where Chromium is installed)
 	$(BIN)/python -m pytest -q -m "not e2e and not slurm" tests $(ARGS)

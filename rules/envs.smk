@@ -11,8 +11,6 @@ rule build_env:
     conda:
         # the builder runs on the workflow's own Python; the env it builds is the spec itself
         "envs/driver.yaml"
-    resources:
-        timing_slot=1,
     params:
         driver=DRIVER_PYTHON,
         script=str(REPO / "scripts" / "build_env.py"),

@@ -411,8 +411,9 @@ def main(argv=None):
         parser.error("--out is required unless --plan")
     tail = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    # Env builds load the machine: never beside a timing job.
-    with machine_lock(args.lock):
+    # Env builds load the machine: never beside a timing job (the lock's shared side: builds may
+    # run beside each other, two at a time under the default profile's two cores).
+    with machine_lock(args.lock, shared=True):
         try:
             manifest = build(args.spec, args.env_root, args.installer,
                              yaml.safe_load(args.interpreters) or {}, tail, sources)

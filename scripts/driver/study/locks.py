@@ -1,6 +1,7 @@
-"""The machine's timing lock: timing jobs and env builds take it, so none of them overlap even when
-Snakemake runs with many cores or two studies share a machine. It is a node-local file
-(flock), so on a cluster each node has its own."""
+"""The machine's timing lock: timing jobs take it alone and env builds share it, so no build or
+other timing job runs beside a timing job (builds may run beside each other), even when Snakemake
+runs with many cores or two studies share a machine. It is a node-local file (flock), so on a
+cluster each node has its own."""
 import contextlib
 import fcntl
 import os
@@ -12,10 +13,12 @@ def default_lock_path():
 
 
 @contextlib.contextmanager
-def machine_lock(path=None):
+def machine_lock(path=None, shared=False):
+    """Hold the lock: alone (a timing job: a cell, a duet, the probe), or `shared` (an env build:
+    builds load the machine, but only the timing of other jobs suffers from that)."""
     path = path or default_lock_path()
     with open(path, "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-TOOLS = {"pytest", "ruff", "snakefmt", "snakemake", "snakemake-executor-plugin-slurm", "uv"}
+TOOLS = {"pytest", "pytest-xdist", "ruff", "snakefmt", "snakemake", "snakemake-executor-plugin-slurm", "uv"}
 
 
 def pins(lines):
