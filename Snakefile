@@ -41,6 +41,7 @@ onerror:
 # Light rules run where Snakemake runs (on a cluster: the submit host, whose machine key planned
 # the study); timing jobs and env builds go to the executor.
 localrules:
+    first_look,
     finish_round,
     plan_round,
     tabulate_cells,

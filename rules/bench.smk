@@ -99,6 +99,20 @@ checkpoint plan_duets:
         "../scripts/plan_duets.py"
 
 
+# The paired rows' first look is done: with a time budget, round 0's cells run after it.
+rule first_look:
+    input:
+        duets=lambda wildcards: PLAN.duet_files(wildcards.machine),
+    output:
+        done=touch(layout.FIRST_LOOK_PATTERN),
+    log:
+        "logs/first_look/{machine}.log",
+    conda:
+        "envs/driver.yaml"
+    shell:
+        "echo first look done > {log}"
+
+
 rule finish_round:
     input:
         cells=lambda wildcards: cell_files(int(wildcards.rep), wildcards.machine),

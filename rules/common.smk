@@ -180,6 +180,10 @@ def cell_inputs(wildcards):
     )
     if rep > 0:
         out["previous_round"] = before(layout.round_marker(machine, rep - 1))
+    elif TIME_BUDGET_S is not None and PLAN.timed_duets:
+        # with a time budget the paired rows' first look runs before round 0's cells, whatever
+        # env finished building first: the gate weighs what it spent (budget.round0_gate)
+        out["first_look"] = before(layout.FIRST_LOOK_PATTERN.format(machine=machine))
     return out
 
 

@@ -1,5 +1,6 @@
 """Bad input stops the study before any job runs, with a message that names the bad key or value."""
 import copy
+import re
 
 import pytest
 import yaml
@@ -112,3 +113,25 @@ def test_every_preset_plans(tmp_path, preset):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "run_cell" in out
+
+
+def _edges(dot):
+    """The rule graph's edges (snakemake --rulegraph) as (from rule, to rule) names."""
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]+)"', dot, re.M))
+    return {(labels[a], labels[b]) for a, b in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M)}
+
+
+@pytest.mark.parametrize("budget", [5, None])
+def test_a_time_budget_runs_the_first_look_before_round_0s_cells(tmp_path, budget):
+    """With a time budget, round 0's cells wait for the paired rows' first look (rule first_look),
+    whatever env finished building first, so the budget's gate weighs what the first look spent
+    (docs/design.md "One budget"); without one, priorities order them and nothing waits."""
+    config = write_config(tmp_path / "c.yaml", quick_config(time_budget_min=budget))
+    proc = snakemake(tmp_path / "work", config, "--rulegraph")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    edges = _edges(proc.stdout)
+    assert ("run_duet", "run_cell") not in edges
+    if budget:
+        assert {("run_duet", "first_look"), ("first_look", "run_cell")} <= edges
+    else:
+        assert not {e for e in edges if "first_look" in e}

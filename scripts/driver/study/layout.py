@@ -32,6 +32,9 @@ DUETS = f"{RESULTS}/duets"
 CELL_PATTERN = CELLS + "/{machine}/{env}/{cell}.r{rep}.json"
 DUET_PATTERN = DUETS + "/{machine}/{env}/{cell}.r{rep}.json"
 ROUND_PATTERN = CELLS + "/{machine}/round{rep}.done"
+# the paired rows' first look is done (rules/bench.smk first_look; with a time budget, round 0's
+# cells wait for it)
+FIRST_LOOK_PATTERN = DUETS + "/{machine}/first_look.done"
 MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
 # The allocation's plan of each extra round (rounds after the first `repeats`).
