@@ -33,8 +33,8 @@ CELL_PATTERN = CELLS + "/{machine}/{env}/{cell}.r{rep}.json"
 DUET_PATTERN = DUETS + "/{machine}/{env}/{cell}.r{rep}.json"
 ROUND_PATTERN = CELLS + "/{machine}/round{rep}.done"
 # the paired rows' first look is done (rules/bench.smk first_look; with a time budget, round 0's
-# cells wait for it)
-FIRST_LOOK_PATTERN = DUETS + "/{machine}/first_look.done"
+# cells wait for it): beside the rounds' order files, not among the duet files
+FIRST_LOOK_PATTERN = RESULTS + "/rounds/{machine}/first_look.done"
 MANIFEST_PATTERN = ENVS + "/{machine}/{env}.json"
 TABLE_PATTERN = TABLES + "/{table}.csv"
 # The allocation's plan of each extra round (rounds after the first `repeats`).
