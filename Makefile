@@ -13,7 +13,7 @@ ARGS ?=
 # (end-to-end, browser, cluster) always run one at a time
 TEST_WORKERS ?= auto
 
-.PHONY: help venv doctor quick study own report publish compare-runs retry-failed unlock test test-fast doctor-tests lint format reference architecture republish readme-answer lock retabulate selfbench dimension decisions redecide replan sides-check components duet-cost pair-probe slow-state measure-fork
+.PHONY: help venv doctor quick study own report publish compare-runs retry-failed unlock test test-fast doctor-tests lint format reference architecture republish readme-answer lock retabulate selfbench dimension decisions redecide replan sides-check settle-check components duet-cost pair-probe slow-state measure-fork
 
 ##@ For users
 
@@ -116,6 +116,10 @@ decisions: venv  ## what one run decided, per machine, as the goals count it: ma
 sides-check: venv  ## do a duet's sides time a cell as its own processes do? make sides-check R="<results dir> ..."
 	@test -n "$(R)" || { echo "usage: make sides-check R=\"<results dir> ...\"" >&2; exit 2; }
 	$(BIN)/python scripts/sides_check.py $(R) $(ARGS)
+
+settle-check: venv  ## would more untimed calls a window change the duets' ratios? make settle-check R="<results dir> ..."
+	@test -n "$(R)" || { echo "usage: make settle-check R=\"<results dir> ...\" [ARGS=\"--extra 2 --margin 0.01\"]" >&2; exit 2; }
+	$(BIN)/python scripts/settle_check.py $(R) $(ARGS)
 
 replan: venv  ## the second look's plan replayed on a run's first look, with releases as items: make replan R=<results dir>
 	@test -n "$(R)" || { echo "usage: make replan R=<results dir> [ARGS=\"--available-s S --n 10 16\"]" >&2; exit 2; }

@@ -19,6 +19,9 @@ trial one duet of each arm in random order:
              as `fork` and `fork-build`, the warm-up's blocks `--lean-block-s` long instead of
              the stop rule's `warmup_block_s` (a warm-up takes at least two blocks): whether a
              shorter warm-up leaves the first windows slower shows in the first-window excess
+  fork-build-settle
+             as `fork-build`, each window after `--few-settle-calls` untimed calls instead of
+             the worker's default three (config duets.settle_calls; compared with `fork-build`)
 
 `--arms` picks the arms (default: together apart). Each duet takes the study's windows
 (`--windows` per side of `--window-s`). It writes every duet to a JSON-lines file and prints per
@@ -53,14 +56,17 @@ from components import log_median, run_or_analyse, side, trial_parser  # noqa: E
 from driver.study import duet, forkserver  # noqa: E402
 from driver.study.provenance import machine_key  # noqa: E402
 
-ARMS = ("together", "apart", "fork", "fork-build", "fork-lean", "fork-build-lean")
+ARMS = ("together", "apart", "fork", "fork-build", "fork-lean", "fork-build-lean",
+        "fork-build-settle")
 FAR = 0.15  # a duet this far (log ratio) from its arm's median is counted as far off
 
 
-def one_duet(sides, windows, window_s, together, spawn=None, concurrent_build=False):
+def one_duet(sides, windows, window_s, together, spawn=None, concurrent_build=False,
+             settle=None):
     t0 = time.monotonic()
     rec, workers = duet.start_pair(sides, window_s, windows, concurrent_import=together,
-                                   spawn=spawn, concurrent_build=concurrent_build)
+                                   spawn=spawn, concurrent_build=concurrent_build,
+                                   settle=settle)
     for w in workers.values():
         w.close()
     return {"wall_s": time.monotonic() - t0, "alternation_s": rec["alternation_s"],
@@ -145,9 +151,12 @@ def analyse(path):
         # each arm against `together` (the fresh workers' design) or, without it, `fork`
         base = "together" if "together" in arms else "fork"
         for arm in arms:
-            if arm == base or (arm != "apart" and base not in arms):
+            if arm == "fork-build-settle" and "fork-build" in arms:
+                slow, fast = "fork-build", arm  # the settle's saving alone
+            elif arm == base or (arm != "apart" and base not in arms):
                 continue
-            slow, fast = ("apart", "together") if arm == "apart" else (base, arm)
+            else:
+                slow, fast = ("apart", "together") if arm == "apart" else (base, arm)
             if slow in arms and fast in arms:
                 out["comparisons"]["%s_vs_%s" % (fast, slow)] = compare(by, trials, out, slow,
                                                                         fast)
@@ -208,7 +217,8 @@ def trials(args, sides, lean, rng, spawn, machine, out):
             rec = one_duet(lean if arm.endswith("-lean") else sides, args.windows,
                            args.window_s, arm != "apart",
                            spawn=spawn if arm.startswith("fork") else None,
-                           concurrent_build=arm.startswith("fork-build"))
+                           concurrent_build=arm.startswith("fork-build"),
+                           settle=args.few_settle_calls if arm == "fork-build-settle" else None)
             rec.update(arm=arm, trial=trial, pair=args.pair, machine=machine, mode=args.mode)
             out.write(json.dumps(rec) + "\n")
             out.flush()
@@ -223,6 +233,8 @@ def main(argv=None):
                         help="the arms, each run once per trial in random order")
     parser.add_argument("--lean-block-s", type=float, default=0.1,
                         help="the -lean arms' warm-up block (s)")
+    parser.add_argument("--few-settle-calls", type=int, default=1,
+                        help="the fork-build-settle arm's untimed calls a window")
     run_or_analyse(parser, argv, run, analyse, show)
 
 

@@ -118,10 +118,16 @@ def _build(cell, rule, framework):
                       "warmup_stopped_by": warm["warmup_stopped_by"]}
 
 
-def _window(step, seconds, min_calls, per, settle=3):
+# Untimed calls that start a window where the command does not say (workers before config
+# duets.settle_calls: the duet records without a `settle` in their design).
+SETTLE = 3
+
+
+def _window(step, seconds, min_calls, per, settle=SETTLE):
     """Timed calls for about `seconds` (at least `min_calls`): the samples, per step. The first
     `settle` calls are not timed: the other side of a duet ran last, and its caches and threads
-    are this side's to win back (the same for both sides)."""
+    are this side's to win back (the same for both sides; config duets.settle_calls, and what
+    more of them would change: make settle-check)."""
     from tfspeed import timing
 
     clock = timing.clock
@@ -230,7 +236,8 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
     on the command `build`: the coordinator lets both workers import at once (the import is
     most of a worker's start and times nothing) and builds and warms them up one after the
     other. Then:
-      window S     time calls for about S seconds; reply `window` with the samples
+      window S [W [K]]  time calls for about S seconds (of cell W: 1 the partner; after K
+                   untimed calls, default SETTLE); reply `window` with the samples
       mix S K      (cells in one process) all cells interleaved in blocks of K steps (at
                    least one call of each: _mix) for about S seconds; reply `mix` with every
                    cell's samples per step, in order
@@ -282,10 +289,11 @@ def serve(cell, rule_dict, framework, wait_build=False, partner=None):
             continue
         if words[0] == "window":
             which = int(words[2]) if len(words) > 2 else 0
+            settle = int(words[3]) if len(words) > 3 else SETTLE
             meter = machine.CpuWindow()  # this worker's own session: the rest is foreign
             meter.start()
-            samples = _window(prepared[which].step, float(words[1]), 5, pers[which])
-            _reply("window", {"samples_s": samples, "cpu": meter.stop()})
+            samples = _window(prepared[which].step, float(words[1]), 5, pers[which], settle)
+            _reply("window", {"samples_s": samples, "cpu": meter.stop(), "settle": settle})
         elif words[0] == "mix":  # one cell or more (one: plain blocks of calls)
             meter = machine.CpuWindow()
             meter.start()

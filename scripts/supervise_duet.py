@@ -87,9 +87,11 @@ def run_sides(left, right, args, design, log, spawn=None):
         return duet.start_together(sides, args.window_s, args.windows, first=first,
                                    timeout_s=args.timeout_s, log=log, memory_mb=args.memory_mb,
                                    mix_block=int(design.get("mix_block", 4)), spawn=spawn)
+    settle = design.get("settle")  # config duets.settle_calls (absent: the worker's default)
     return duet.start_pair(sides, args.window_s, args.windows, timeout_s=args.timeout_s,
                            log=log, memory_mb=args.memory_mb, spawn=spawn,
-                           concurrent_build=design.get("build", "apart") == "together")
+                           concurrent_build=design.get("build", "apart") == "together",
+                           settle=None if settle is None else int(settle))
 
 
 def supervise(args):

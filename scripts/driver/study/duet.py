@@ -140,8 +140,13 @@ class Worker(object):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the worker is gone: the next expect says how it ended
 
-    def window(self, seconds, which=0):
-        self.send("window %g %d" % (seconds, which) if which else "window %g" % seconds)
+    def window(self, seconds, which=0, settle=None):
+        """One timed window of cell `which` (1: the partner), after `settle` untimed calls
+        (None: the worker's default, run_cell.SETTLE)."""
+        if settle is not None:
+            self.send("window %g %d %d" % (seconds, which, settle))
+        else:
+            self.send("window %g %d" % (seconds, which) if which else "window %g" % seconds)
         reply = self.expect("window")
         self.cpu_of[which].append(reply.get("cpu"))
         self.police_memory()
@@ -189,8 +194,8 @@ class Partner(object):
         self.worker = worker
         self.cpu = worker.cpu_of[1]
 
-    def window(self, seconds):
-        return self.worker.window(seconds, 1)
+    def window(self, seconds, settle=None):
+        return self.worker.window(seconds, 1, settle)
 
     def close(self):
         return self.worker.close()
@@ -209,19 +214,20 @@ def abba(k):
     return ("a", "b") if k % 4 in (0, 3) else ("b", "a")
 
 
-def alternate(workers, windows, window_s):
-    """Take `windows` timed windows of each worker in ABBA turns; return {side: [[samples], ...]}
-    in window order, and the wall time of the alternation."""
+def alternate(workers, windows, window_s, settle=None):
+    """Take `windows` timed windows of each worker in ABBA turns, each after `settle` untimed
+    calls (None: the worker's default); return {side: [[samples], ...]} in window order, and the
+    wall time of the alternation."""
     out = {side: [] for side in workers}
     t0 = time.monotonic()
     for k in range(windows):
         for side in abba(k):
-            out[side].append(workers[side].window(window_s))
+            out[side].append(workers[side].window(window_s, settle=settle))
     return out, time.monotonic() - t0
 
 
 def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
-               concurrent_import=True, spawn=None, concurrent_build=False):
+               concurrent_import=True, spawn=None, concurrent_build=False, settle=None):
     """Start both workers, alternate, and return the record of the duet. With
     `concurrent_import` both processes start at once and import their framework side by side
     (nothing is timed then); each is built and warmed up only after the other's build is done
@@ -230,6 +236,8 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
     processes (forkserver.ForkSpawner: children of each env's fork helper, which imported the
     framework already; its `prepare` starts the helpers both at once); with `concurrent_build`
     both sides are built and warmed up at the same time (config duets.build: together).
+    `settle`: untimed calls that start each window (config duets.settle_calls; None: the
+    worker's default, run_cell.SETTLE).
 
     sides: {"a": dict(python=, run_cell=, cell=, rule=, framework=, env=), "b": ...}"""
     workers, ready = {}, {}
@@ -262,7 +270,7 @@ def start_pair(sides, window_s, windows, timeout_s=600, log=None, memory_mb=0,
                     built[side] = [start, time.monotonic() - t0]
             for side in ("a", "b"):  # when each side's build was asked for and came back, in s
                 ready[side]["build_span_s"] = [round(x, 4) for x in built[side]]
-        windows_out, wall = alternate(workers, windows, window_s)
+        windows_out, wall = alternate(workers, windows, window_s, settle)
         return {"ready": ready, "windows": windows_out, "alternation_s": wall}, workers
     except Exception:
         for w in workers.values():

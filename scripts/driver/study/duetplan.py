@@ -373,7 +373,8 @@ def design(d, settings, pair_settings, reference_env):
     """A duet row's design as supervise_duet.py reads it (--design): its replicates at each look
     (times its weight: the duets it has a round), how its workers are made (config
     duets.workers) and whose fork helpers are new every round (duets.renew_helpers: "all", or
-    the env names), then a pair in one process's fields or a duet's build (duets.build), and
+    the env names), then a pair in one process's fields or a duet's build (duets.build) and the
+    untimed calls that start each of its windows (duets.settle_calls), and
     whether it is a duets_own / duets_frameworks row (driver/tables/duets.py)."""
     renew = settings.get("renew_helpers", "none")
     out = {k: settings[k] * d.weight for k in ("replicates", "max_replicates")}
@@ -383,5 +384,6 @@ def design(d, settings, pair_settings, reference_env):
         out.update(together=True, table=d.table, mix_block=pair_settings["mix_block"])
     else:
         out["build"] = settings.get("build", "together")
+        out["settle"] = int(settings.get("settle_calls", 1))
     out.update({k: True for k in ("own", "frameworks") if getattr(d, k)})
     return out

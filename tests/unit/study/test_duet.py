@@ -396,3 +396,23 @@ def test_a_sides_helper_generation_follows_the_design_the_round_and_the_mode():
     assert gen({"renew": ["tf1.14"]}, "tf2.21", eager, 3) is None
     assert gen({"renew": "all"}, "tf2.21", eager, 0) == "0:eager"
     assert gen({"renew": []}, "tf1.14", eager, 3) is None and gen({}, "tf1.14", eager, 3) is None
+
+
+def test_a_window_starts_with_the_untimed_calls_it_is_told():
+    """config duets.settle_calls reaches the worker: `window S W K` makes K untimed calls first
+    (the reply says how many); a command without K makes the worker's default, and the plan's
+    duet design carries the setting (pairs, which interleave, do not)."""
+    w = duet.Worker(sys.executable, os.path.join(SCRIPTS, "run_cell.py"), MATMUL, RULE,
+                    "tensorflow", side()["env"], timeout_s=60)
+    try:
+        w.expect("ready")
+        for settle, said in ((5, 5), (0, 0), (None, 3)):
+            w.send("window 0.01 0 %d" % settle if settle is not None else "window 0.01")
+            reply = w.expect("window")
+            assert reply["settle"] == said and len(reply["samples_s"]) >= 5
+    finally:
+        w.close()
+    plan = duetplan.plan(SPECS, list(SPECS), "tf1.14", SETTINGS)
+    pairs, looks = {"mix_block": 4}, dict(SETTINGS, max_replicates=6)
+    assert duetplan.design(plan[0], dict(looks, settle_calls=2), pairs, "tf1.14")["settle"] == 2
+    assert duetplan.design(plan[0], looks, pairs, "tf1.14")["settle"] == 1

@@ -89,3 +89,23 @@ def test_a_planted_slow_first_window_and_far_off_duets_are_counted(tmp_path, slo
     low = r["fork-build-lean"]["first_window_excess"][1]
     assert (low > 0) == (slow_first > 0)
     assert "fork-build-lean_vs_fork" in r["comparisons"]
+
+
+def test_the_settle_arm_is_set_against_fork_build(tmp_path):
+    """--arms fork-build fork-build-settle: the settle's saving alone, fork-build-settle against
+    fork-build (no fork arm needed), and none claimed where there is none."""
+    for saving, found in ((0.2, True), (0.0, False)):
+        path = tmp_path / ("d%s.jsonl" % saving)
+        rng = np.random.default_rng(7)
+        with open(path, "w") as out:
+            for t in range(12):
+                base = 5.0 + rng.normal(0, 0.1)
+                for arm, wall in (("fork-build", base), ("fork-build-settle", base - saving)):
+                    out.write(json.dumps({"trial": t, "arm": arm, "timed_s": 3.0,
+                                          "wall_s": wall + rng.normal(0, 0.02),
+                                          "log_ratio": rng.normal(0, 0.05),
+                                          "machine": "m"}) + "\n")
+        r = duet_cost.analyse(path)
+        assert list(r["comparisons"]) == ["fork-build-settle_vs_fork-build"]
+        lo, hi = r["comparisons"]["fork-build-settle_vs_fork-build"]["saving_ci"]
+        assert (lo > 0) == found and lo <= saving <= hi
