@@ -365,7 +365,8 @@ def test_duets_in_their_planned_order():
         for r in range(x.weight * first, x.weight * most))
     assert json.loads(plan.duet_params(d.env, d.cell_id)["design"]) == {
         "replicates": first, "max_replicates": most, "workers": "fork",
-        "build": cfg["duets"]["build"], "weight": 1, "renew": {
+        "build": cfg["duets"]["build"], "settle": cfg["duets"].get("settle_calls", 1),
+        "weight": 1, "renew": {
             "reference": [cfg["reference_env"]], "all": "all", "none": []}[
             cfg["duets"]["renew_helpers"]]}
     for renew, said in (("none", []), ("all", "all"), ("reference", [cfg["reference_env"]])):
@@ -429,7 +430,8 @@ def test_reference_graph_vs_eager_row_has_weighted_replicates():
     design = json.loads(plan.duet_params(d.env, d.cell_id)["design"])
     assert {k: v for k, v in design.items() if k != "renew"} == {
         "replicates": k * first, "max_replicates": k * most, "workers": "fork",
-        "build": cfg["duets"]["build"], "weight": k}
+        "build": cfg["duets"]["build"], "settle": cfg["duets"].get("settle_calls", 1),
+        "weight": k}
     off = StudyPlan(dict(cfg, duets=dict(cfg["duets"], graph_vs_eager=0)), REPO)
     assert all(x.weight == 1 for x in off.duets) and len(off.duets) == len(plan.duets) - 1
 
