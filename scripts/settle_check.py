@@ -36,6 +36,13 @@ def main(argv=None) -> int:
                         help="the largest shift of a log ratio that does not matter (0.01)")
     parser.add_argument("--alpha", type=float, default=0.05)
     args = parser.parse_args(argv)
+    if args.extra < 1:
+        parser.error("--extra must be 1 or more (timed calls left out a window), not %d"
+                     % args.extra)
+    if not args.margin > 0:
+        parser.error("--margin must be above 0, not %g" % args.margin)
+    if not 0 < args.alpha < 0.5:
+        parser.error("--alpha must lie between 0 and 0.5, not %g" % args.alpha)
     out, pooled = {}, []
     for folder in map(Path, args.results):
         if not (folder / "duets").is_dir():

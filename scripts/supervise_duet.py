@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from supervise_cell import worker_scratch  # noqa: E402
 
+from driver.stats.settle import log_ratio  # noqa: E402
 from driver.study import duet, forkserver, layout, probe, provenance  # noqa: E402
 from driver.study.locks import machine_lock  # noqa: E402
 from tfspeed import machine  # noqa: E402
@@ -49,7 +50,8 @@ def summarize(windows):
     left = [s for w in windows["b"] for s in w]
     right = [s for w in windows["a"] for s in w]
     lm, rm = median(left), median(right)
-    return {"left_median_s": lm, "right_median_s": rm, "log_ratio": math.log(lm / rm),
+    return {"left_median_s": lm, "right_median_s": rm,
+            "log_ratio": log_ratio(windows["b"], windows["a"]),
             "window_log_ratios": [math.log(median(b) / median(a))
                                   for a, b in zip(windows["a"], windows["b"])],
             "left_samples": len(left), "right_samples": len(right)}

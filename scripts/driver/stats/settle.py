@@ -23,16 +23,15 @@ import math
 from collections.abc import Iterable, Mapping
 from statistics import median
 
-import numpy as np
-from scipy import stats as sps
-
 SETTLED, NOT_SETTLED, UNDECIDED = "settled", "not settled", "undecided"
 OLD_SETTLE = 3  # run_cell.SETTLE: what a duet design without `settle` ran with
 
 
 def log_ratio(left: list, right: list, drop: int = 0) -> float | None:
     """log(median of the left side's samples / the right side's), each side's windows pooled
-    after leaving out each window's first `drop` samples; None when a side is left empty."""
+    after leaving out each window's first `drop` samples; None when a side is left empty. The
+    duet's own figure (supervise_duet.py `summarize`, drop 0): one formula for both, and this
+    module imports nothing heavy at load for that reason (NumPy and SciPy in `verdict`)."""
     lefts = [s for w in left for s in w[drop:]]
     rights = [s for w in right for s in w[drop:]]
     if not lefts or not rights:
@@ -66,6 +65,9 @@ def verdict(values: list[float], margin: float, alpha: float) -> dict:
            "ci_tost": [math.nan, math.nan], "ci": [math.nan, math.nan], "verdict": UNDECIDED}
     if n < 3:
         return res
+    import numpy as np
+    from scipy import stats as sps
+
     arr = np.asarray(values, dtype=float)
     mean, sd = float(arr.mean()), float(arr.std(ddof=1))
     se = sd / math.sqrt(n)

@@ -5,6 +5,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 import settle_check
 import supervise_duet
 
@@ -86,3 +87,8 @@ def test_the_script_reads_a_results_folder(tmp_path, capsys):
     res = out[str(tmp_path / "results")]
     assert res["all"]["n"] == 30 and res["graph"]["n"] == res["eager"]["n"] == 15
     assert settle_check.main([str(tmp_path)]) == 2  # not a results folder
+    for bad, word in ((["--extra", "0"], "--extra"), (["--margin", "-1"], "--margin"),
+                      (["--alpha", "0.7"], "--alpha")):
+        with pytest.raises(SystemExit):
+            settle_check.main([str(tmp_path / "results")] + bad)
+        assert word in capsys.readouterr().err
